@@ -1,0 +1,86 @@
+// Policy: the immutable description of what a sandboxed run may do, and its validation.
+//
+// A Policy is plain data. It is produced by LoadPolicyFile()/ParsePolicyJson() (strict JSON,
+// see policies/SCHEMA.md) with CLI flags applied on top, then checked by ValidatePolicy()
+// before anything is created on the host. Every limit carries its unit in its name.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sandbox/error.h"
+
+namespace sbx {
+
+enum class NetworkMode {
+  kNone,  // a fresh network namespace with only `lo` up
+  kHost,  // the host's network namespace: an explicit, loud opt-in
+};
+
+// Layers a policy may accept losing (allow_degraded). Anything else is always required.
+enum class Layer {
+  kCgroup,   // resource limits through cgroups; without it rlimits stand in where they can
+  kSeccomp,  // the syscall filter
+};
+
+struct Limits {
+  uint64_t memory_bytes = 512ull << 20;
+  uint32_t pids = 256;
+  double cpus = 1.0;
+  double timeout_seconds = 60.0;
+  uint64_t output_bytes = 1ull << 20;  // per stream; head and tail are kept
+  uint64_t file_size_bytes = 1ull << 30;
+  uint32_t open_files = 1024;
+  uint64_t rootfs_size_bytes = 256ull << 20;  // tmpfs above the read-only image
+  uint64_t tmp_size_bytes = 256ull << 20;     // /tmp
+};
+
+struct Policy {
+  NetworkMode network = NetworkMode::kNone;
+  Limits limits;
+  std::map<std::string, std::string> env;  // added to the built-in allowlist
+  std::vector<Layer> allow_degraded;
+
+  bool AllowsDegraded(Layer layer) const;
+};
+
+// Ranges each limit must fall in; messages quote them.
+struct LimitRanges {
+  static constexpr uint64_t kMinMemory = 8ull << 20;
+  static constexpr uint32_t kMinPids = 4;
+  static constexpr uint32_t kMaxPids = 65536;
+  static constexpr double kMinCpus = 0.01;
+  static constexpr double kMinTimeout = 0.01;
+  static constexpr double kMaxTimeout = 7 * 24 * 3600.0;
+  static constexpr uint64_t kMinOutput = 1024;
+  static constexpr uint64_t kMaxOutput = 1ull << 30;
+  static constexpr uint64_t kMinFileSize = 1024;
+  static constexpr uint64_t kMaxFileSize = 1ull << 40;
+  static constexpr uint32_t kMinOpenFiles = 16;
+  static constexpr uint32_t kMaxOpenFiles = 1 << 20;
+  static constexpr uint64_t kMinTmpfs = 1ull << 20;
+  static constexpr size_t kMaxEnvValue = 32 * 1024;
+  static constexpr size_t kMaxEnvEntries = 256;
+};
+
+// Checks every field against its range and the host (memory and tmpfs sizes at most the
+// host's RAM, cpus at most its CPU count). The error names the field and the fix.
+Result<void> ValidatePolicy(const Policy& policy);
+
+// Checks one environment entry: NAME matches [A-Za-z_][A-Za-z0-9_]*, the value has no NUL
+// and is at most 32 KiB. `field` names it in the error ("env.FOO", "--env").
+Result<void> ValidateEnvEntry(const std::string& field, const std::string& name,
+                              const std::string& value);
+
+const char* LayerName(Layer layer);
+Result<Layer> ParseLayer(const std::string& name);
+const char* NetworkModeName(NetworkMode mode);
+
+// Reads a strict JSON policy. Unknown keys, duplicate keys, wrong types, out-of-range values,
+// comments, a BOM, more than 1 MiB or nesting deeper than 16 are errors naming the JSON path.
+Result<Policy> ParsePolicyJson(const std::string& text);
+Result<Policy> LoadPolicyFile(const std::string& path);
+
+}  // namespace sbx
