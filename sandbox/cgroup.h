@@ -73,7 +73,8 @@ class RunCgroup {
   bool KillAll();
   CgroupUsage ReadUsage() const;
   Result<void> RemoveInParent();
-  // The directories created, for tests and `sbx doctor` (one for v2, up to three for v1).
+  // The directories created, for tests and `sbx doctor` (one for v2; for v1 one per hierarchy:
+  // memory, pids, cpu and cpuacct, or three when cpu and cpuacct are co-mounted).
   std::vector<std::string> Paths() const;
 
  private:
