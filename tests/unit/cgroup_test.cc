@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ostream>
 #include <ctime>
 #include <string>
 #include <vector>
@@ -22,6 +23,13 @@
 #include "sandbox/cgroup_internal.h"
 
 namespace sbx {
+
+// gtest names the parameter in test listings and ctest with this (found by ADL, so not in the
+// anonymous namespace).
+void PrintTo(CgroupVersion version, std::ostream* out) {
+  *out << (version == CgroupVersion::kV2 ? "cgroup v2" : "cgroup v1");
+}
+
 namespace {
 
 using cgroup_internal::ReadSmallFile;
