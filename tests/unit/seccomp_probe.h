@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,6 +60,8 @@ ProbeOutcome RunProbe(Filter filter, Probe probe, const SeccompOptions& options 
   if (pid == 0) {
     close(fds[0]);
     setsid();
+    const rlimit no_core = {0, 0};  // SIGSYS would otherwise dump core
+    setrlimit(RLIMIT_CORE, &no_core);
     long record[2] = {-1, 0};
     if (filter == Filter::kOn) {
       int err =
