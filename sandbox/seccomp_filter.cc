@@ -147,7 +147,7 @@ Result<int> ResolveSyscall(const char* name) {
   int nr = seccomp_syscall_resolve_name(name);
   if (nr == __NR_SCMP_ERROR) {
     return MakeError(ErrorCode::kInternal,
-                     std::string("seccomp rule table names unknown syscall \"") + name + "\"");
+                     std::string("rule table names unknown syscall \"") + name + "\"");
   }
   return nr;
 }
