@@ -49,6 +49,17 @@ for tool in mmdebstrap dpkg-deb dpkg-query flock sha256sum; do
     die "$tool not found; install it with: apt-get install -y --no-install-recommends mmdebstrap"
 done
 
+# One line per package apt could not get, with the mirror's answer, from mmdebstrap's log:
+#   E: Failed to fetch http://MIRROR/pool/main/p/pkg/pkg_1.0_amd64.deb  404  Not Found [IP: ...]
+report_fetch_errors() {
+  awk '/^E: Failed to fetch / {
+         url = $5; pkg = url; sub(/.*\//, "", pkg); sub(/_.*/, "", pkg)
+         $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, "")
+         print "build-image: download failed: package " pkg " from " url ": " $0; next }
+       /^E: (Unable to locate package|Package .* has no installation candidate)/ {
+         print "build-image: " substr($0, 4) }' "$1" | sort -u
+}
+
 recipe_all() { awk -v k="$1" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "$recipe"; }
 recipe_get() { recipe_all "$1" | head -n1; }
 
@@ -103,8 +114,9 @@ args=()
 while read -r pkg; do
   [[ -n $pkg ]] || continue
   mkdir -p "$tmp/stubs/$pkg/DEBIAN"
-  printf 'Package: %s\nVersion: 99:0-stub\nArchitecture: all\nMaintainer: sbx <root@localhost>\nDescription: empty stand-in for %s, not needed at run time\n' \
-    "$pkg" "$pkg" >"$tmp/stubs/$pkg/DEBIAN/control"
+  printf '%s\n' "Package: $pkg" 'Version: 99:0-stub' 'Architecture: all' \
+    'Maintainer: sbx <root@localhost>' 'Description: empty stand-in, not needed at run time' \
+    >"$tmp/stubs/$pkg/DEBIAN/control"
   SOURCE_DATE_EPOCH=0 dpkg-deb --root-owner-group --build "$tmp/stubs/$pkg" \
     "$tmp/stubs/${pkg}_stub_all.deb" >/dev/null
   args+=("--include=$tmp/stubs/${pkg}_stub_all.deb")
@@ -139,8 +151,7 @@ if ((rc != 0)); then
   echo "build-image: mmdebstrap failed (exit $rc); the end of its output:" >&2
   tail -n 25 "$log" | sed 's/^/  | /' >&2
   # Name the package and the mirror's answer when a download failed.
-  grep -E "^(E|W): (Failed to fetch|Unable to locate package|Package .* has no installation candidate)" \
-    "$log" | sort -u | sed -E 's#^.: Failed to fetch [^ ]*/([^/_ ]+)_[^ ]* #download failed: package \1: #; s#^#build-image: #' >&2 || true
+  report_fetch_errors "$log" >&2
   die "build failed; the recipe is $recipe, the mirror $mirror"
 fi
 
@@ -162,7 +173,8 @@ seconds=$((SECONDS - start))
 {
   printf '{\n  "id": "%s",\n  "recipe_id": "%s",\n  "suite": "%s",\n  "architecture": "%s",\n' \
     "$id" "$recipe_id" "$suite" "$arch"
-  printf '  "mode": "%s",\n  "created": "%s",\n  "build_seconds": %d,\n' "$mode" "$created" "$seconds"
+  printf '  "mode": "%s",\n  "created": "%s",\n' "$mode" "$created"
+  printf '  "build_seconds": %d,\n' "$seconds"
   printf '  "size_bytes": %d,\n  "file_count": %d,\n  "packages": {\n' "$size" "$files"
   awk -F'\t' '{ printf "%s    \"%s\": \"%s\"", (NR > 1 ? ",\n" : ""), $1, $2 } END { print "" }' \
     <<<"$versions"
