@@ -53,9 +53,10 @@ done
 #   E: Failed to fetch http://MIRROR/pool/main/p/pkg/pkg_1.0_amd64.deb  404  Not Found [IP: ...]
 report_fetch_errors() {
   awk '/^E: Failed to fetch / {
-         url = $5; pkg = url; sub(/.*\//, "", pkg); sub(/_.*/, "", pkg)
+         url = $5; what = url; sub(/.*\//, "", what); sub(/_.*/, "", what)
+         what = (url ~ /\/dists\//) ? "the package index" : "package " what
          $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, "")
-         print "build-image: download failed: package " pkg " from " url ": " $0; next }
+         print "build-image: download failed: " what " from " url ": " $0; next }
        /^E: (Unable to locate package|Package .* has no installation candidate)/ {
          print "build-image: " substr($0, 4) }' "$1" | sort -u
 }
@@ -67,7 +68,16 @@ suite=$(recipe_get suite)
 variant=$(recipe_get variant)
 arch=$(dpkg --print-architecture)
 [[ -n $suite && -n $variant ]] || die "$recipe: needs 'suite' and 'variant' lines"
-if ((EUID == 0)); then mode=root; else mode=unshare; fi
+# Root mode mounts /proc, /sys and the stub .debs inside the target and does not always
+# unmount them when it fails or is killed; a private mount namespace drops them with the
+# process. Unshare mode makes its own namespace.
+if ((EUID == 0)); then
+  mode=root
+  in_namespace=(unshare --mount --propagation private)
+else
+  mode=unshare
+  in_namespace=()
+fi
 if [[ -n ${SBX_MIRROR:-} ]]; then
   mirror=$SBX_MIRROR
 elif [[ -f /etc/apt/sources.list.d/debian.sources ]]; then
@@ -92,6 +102,9 @@ fi
 for stale in "$cache"/.build-* "$cache"/.trash-*; do
   [[ -e $stale ]] || continue
   step "removing leftover $stale"
+  # Builds by older versions of this script could leave bind mounts behind; deepest first.
+  awk -v dir="$stale/" 'index($5, dir) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
+    while read -r mnt; do umount -l "$mnt"; done
   rm -rf --one-file-system "$stale"
 done
 
@@ -132,7 +145,7 @@ hook="$(printf '%q' "$here/customize.sh") \"\$1\" $(printf '%q' "$recipe") all"
 step "running mmdebstrap (full log: $cache/build.log)"
 log=$tmp/mmdebstrap.log
 set +e
-mmdebstrap --variant="$variant" --mode="$mode" --architectures="$arch" \
+"${in_namespace[@]}" mmdebstrap --variant="$variant" --mode="$mode" --architectures="$arch" \
   --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
   --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount \
   "${args[@]}" --customize-hook="$hook" \
