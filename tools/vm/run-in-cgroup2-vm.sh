@@ -42,7 +42,8 @@ done
 [ $# -ge 1 ] || usage
 [[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive integer (seconds)"
 [[ $MEMORY =~ ^[1-9][0-9]*$ ]] || die "--memory must be a positive integer (MB)"
-SMP=${SBX_VM_SMP:-$(n=$(nproc); echo $((n > 4 ? 4 : n)))}
+
+SMP=${SBX_VM_SMP:-$(n=$(nproc 2>/dev/null || echo 2); echo $((n > 4 ? 4 : n)))}
 DEBUG=${SBX_VM_DEBUG:-0}
 
 # ---------------------------------------------------------------- prerequisites
@@ -159,7 +160,12 @@ log "chroot ready, running job"
 
 [ -f /mnt/host/job ] || fail "no job file"
 . /mnt/host/job
-chroot $R "$@" < /dev/null
+# Not a plain chroot: unshare(CLONE_NEWUSER) fails with EPERM for a chrooted
+# process (root differs from its mount namespace's root). So, in a private
+# mount namespace, move the host root on top of / and chroot into it, as
+# switch_root does; / then *is* the namespace root. PID 1 keeps its own view
+# (initramfs, /mnt/host) to write the status and power off.
+unshare -m --propagation private sh -c 'cd /mnt/hostroot && mount --move . / && exec chroot . "$@"' sbx-vm "$@" < /dev/null
 rc=$?
 log "job exited with $rc"
 echo $rc > /mnt/host/run.rc
@@ -264,7 +270,8 @@ if [ "$DEBUG" = 1 ]; then APPEND+=" sbx.debug=1"; else APPEND+=" quiet loglevel=
 
 # TCG, not KVM: /dev/kvm on these hosts is PVM, which cannot run a stock Debian
 # kernel (see tools/vm/README.md). Serial console = our stdout, stdin unused.
-# setpriv --pdeathsig: if `timeout` is SIGKILLed, qemu dies with it.
+# setpriv --pdeathsig, twice: if this script is SIGKILLed (no trap runs),
+# `timeout` dies with it, and qemu dies with `timeout`.
 QEMU=(qemu-system-x86_64 -accel tcg -cpu max -smp "$SMP" -m "$MEMORY"
     -nodefaults -no-user-config -display none -nic none -no-reboot
     -chardev stdio,id=con,signal=off -serial chardev:con
@@ -275,7 +282,7 @@ PDEATH=()
 command -v setpriv >/dev/null && PDEATH=(setpriv --pdeathsig KILL --)
 
 T0=$(date +%s.%N)
-timeout --kill-after=10 "$TIMEOUT" "${PDEATH[@]}" "${QEMU[@]}" < /dev/null &
+"${PDEATH[@]}" timeout --kill-after=10 "$TIMEOUT" "${PDEATH[@]}" "${QEMU[@]}" < /dev/null &
 QEMU_PID=$!
 set +e
 wait "$QEMU_PID"
