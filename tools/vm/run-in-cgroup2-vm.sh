@@ -230,6 +230,42 @@ if [ ! -s "$INITRD" ]; then
     build_initramfs
 fi
 
+# ------------------------------------------- uncompressed kernel (cached, PVH)
+# Debian's bzImage is xz-compressed, and decompressing it under TCG costs 5-12 s
+# per boot. The kernel has CONFIG_PVH=y, so qemu can start the uncompressed ELF
+# vmlinux directly (PVH entry). Extract it once, like scripts/extract-vmlinux.
+extract_vmlinux() { # BZIMAGE OUT: 0 if OUT is now an ELF kernel
+    local tool magic off
+    for spec in "xz:"$'\xfd''7zXZ' "zstd:"$'\x28\xb5\x2f\xfd' "gzip:"$'\x1f\x8b\x08'; do
+        tool=${spec%%:*}; magic=${spec#*:}
+        command -v "$tool" >/dev/null || continue
+        for off in $(LC_ALL=C grep -abo "$magic" "$1" | cut -d: -f1); do
+            # Trailing bytes after the stream make the tool fail; the output is still whole.
+            tail -c +$((off + 1)) "$1" | "$tool" -dc > "$2" 2>/dev/null || true
+            [ "$(head -c 4 "$2")" = $'\x7fELF' ] && return 0
+        done
+    done
+    rm -f "$2"
+    return 1
+}
+BOOT_KERNEL=$KERNEL
+if [ "${SBX_VM_NO_PVH:-0}" != 1 ] && grep -q '^CONFIG_PVH=y' "/boot/config-$KVER" 2>/dev/null; then
+    VMLINUX=$CACHE/vmlinux-$KVER-$(sha256sum "$KERNEL" | cut -c1-16)
+    if [ ! -s "$VMLINUX" ]; then
+        echo "$PROG: extracting $VMLINUX" >&2
+        tmp=$(mktemp "$CACHE/vmlinux.XXXXXX")
+        if extract_vmlinux "$KERNEL" "$tmp"; then
+            chmod 644 "$tmp"
+            mv -f "$tmp" "$VMLINUX"
+            find "$CACHE" -maxdepth 1 -name 'vmlinux-*' ! -path "$VMLINUX" -delete
+        else
+            rm -f "$tmp"
+            echo "$PROG: could not extract vmlinux; booting the compressed kernel (slower)" >&2
+        fi
+    fi
+    [ -s "$VMLINUX" ] && BOOT_KERNEL=$VMLINUX
+fi
+
 # ------------------------------------------------------------------ per-run
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sbx-vm.XXXXXX")
 QEMU_PID=
@@ -275,7 +311,7 @@ if [ "$DEBUG" = 1 ]; then APPEND+=" sbx.debug=1"; else APPEND+=" quiet loglevel=
 QEMU=(qemu-system-x86_64 -accel tcg -cpu max -smp "$SMP" -m "$MEMORY"
     -nodefaults -no-user-config -display none -nic none -no-reboot
     -chardev stdio,id=con,signal=off -serial chardev:con
-    -kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND"
+    -kernel "$BOOT_KERNEL" -initrd "$INITRD" -append "$APPEND"
     -virtfs "local,path=$WORK/share,mount_tag=host,security_model=none,id=host"
     -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap,id=hostroot")
 PDEATH=()
