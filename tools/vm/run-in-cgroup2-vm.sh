@@ -165,7 +165,10 @@ log "chroot ready, running job"
 # mount namespace, move the host root on top of / and chroot into it, as
 # switch_root does; / then *is* the namespace root. PID 1 keeps its own view
 # (initramfs, /mnt/host) to write the status and power off.
-unshare -m --propagation private sh -c 'cd /mnt/hostroot && mount --move . / && exec chroot . "$@"' sbx-vm "$@" < /dev/null
+# Output goes to files on the rw share, which the host streams with tail -f:
+# the emulated serial port manages only ~100 KB/s and would merge the streams.
+unshare -m --propagation private sh -c 'cd /mnt/hostroot && mount --move . / && exec chroot . "$@"' sbx-vm "$@" \
+    < /dev/null > /mnt/host/stdout 2> /mnt/host/stderr
 rc=$?
 log "job exited with $rc"
 echo $rc > /mnt/host/run.rc
@@ -269,12 +272,14 @@ fi
 # ------------------------------------------------------------------ per-run
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/sbx-vm.XXXXXX")
 QEMU_PID=
+TAIL_PIDS=()
 cleanup() {
     # Never leave qemu behind: it is wrapped in `timeout`, which forwards TERM.
     if [ -n "$QEMU_PID" ] && kill -0 "$QEMU_PID" 2>/dev/null; then
         kill -TERM "$QEMU_PID" 2>/dev/null || true
         wait "$QEMU_PID" 2>/dev/null || true
     fi
+    for p in "${TAIL_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -305,7 +310,7 @@ APPEND="console=ttyS0 panic=-1"
 if [ "$DEBUG" = 1 ]; then APPEND+=" sbx.debug=1"; else APPEND+=" quiet loglevel=1"; fi
 
 # TCG, not KVM: /dev/kvm on these hosts is PVM, which cannot run a stock Debian
-# kernel (see tools/vm/README.md). Serial console = our stdout, stdin unused.
+# kernel (see tools/vm/README.md). The serial console (kernel and init messages only) goes to our stderr.
 # setpriv --pdeathsig, twice: if this script is SIGKILLed (no trap runs),
 # `timeout` dies with it, and qemu dies with `timeout`.
 QEMU=(qemu-system-x86_64 -accel tcg -cpu max -smp "$SMP" -m "$MEMORY"
@@ -318,13 +323,23 @@ PDEATH=()
 command -v setpriv >/dev/null && PDEATH=(setpriv --pdeathsig KILL --)
 
 T0=$(date +%s.%N)
-"${PDEATH[@]}" timeout --kill-after=10 "$TIMEOUT" "${PDEATH[@]}" "${QEMU[@]}" < /dev/null &
+: > "$WORK/share/stdout"
+: > "$WORK/share/stderr"
+"${PDEATH[@]}" timeout --kill-after=10 "$TIMEOUT" "${PDEATH[@]}" "${QEMU[@]}" < /dev/null >&2 &
 QEMU_PID=$!
+# Stream the command's output as the guest writes it; --pid makes tail do a
+# last read and exit once qemu is gone.
+tail -c +1 -f --pid="$QEMU_PID" "$WORK/share/stdout" &
+TAIL_PIDS+=($!)
+tail -c +1 -f --pid="$QEMU_PID" "$WORK/share/stderr" >&2 &
+TAIL_PIDS+=($!)
 set +e
 wait "$QEMU_PID"
 QRC=$?
+wait "${TAIL_PIDS[@]}"
 set -e
 QEMU_PID=
+TAIL_PIDS=()
 T1=$(date +%s.%N)
 [ "$DEBUG" = 1 ] && awk -v a="$T0" -v b="$T1" -v p="$PROG" 'BEGIN { printf "%s: qemu ran %.1f s\n", p, b - a }' >&2
 
