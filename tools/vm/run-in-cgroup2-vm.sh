@@ -350,5 +350,5 @@ if [ "$QRC" = 124 ] || [ "$QRC" = 137 ]; then
     echo "$PROG: timed out after $TIMEOUT s; qemu killed" >&2
     exit 124
 fi
-echo "$PROG: the VM exited (qemu status $QRC) without reporting the command's status" >&2
+echo "$PROG: the VM exited (qemu status $QRC) without reporting the command's status; rerun with SBX_VM_DEBUG=1 to see the boot log" >&2
 exit 125
