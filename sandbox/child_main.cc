@@ -1,0 +1,130 @@
+// The child side of the launch: namespaces are already there; this builds the rest, forks
+// the program and becomes the sandbox's init.
+#include "sandbox/child_main.h"
+
+#include <grp.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "sandbox/init.h"
+#include "sandbox/network.h"
+#include "sandbox/userns.h"
+
+namespace sbx {
+namespace {
+
+[[noreturn]] void FailSetup(int sync_fd, ChildStep step, int err) {
+  SendChildReport(sync_fd, ReportKind::kSetupFailed, step, err);
+  ::_exit(125);
+}
+
+// Sheds root's supplementary groups (root mode only), then becomes uid/gid 1000.
+int SwitchToSandboxIds(bool root_mode) {
+  if (root_mode && ::setgroups(0, nullptr) != 0) return errno;
+  if (::setresgid(kSandboxId, kSandboxId, kSandboxId) != 0) return errno;
+  if (::setresuid(kSandboxId, kSandboxId, kSandboxId) != 0) return errno;
+  return 0;
+}
+
+int SwitchToSetupIds(bool root_mode) {
+  if (!root_mode) return SwitchToSandboxIds(false);
+  if (::setresgid(0, 0, 0) != 0 || ::setresuid(0, 0, 0) != 0) return errno;
+  return 0;
+}
+
+// Ids, capabilities, no_new_privs: shared by the init and the program.
+void DropPrivileges(const ChildPlan& plan) {
+  if (int err = DropBoundingAndAmbientInChild(plan.capabilities))
+    FailSetup(plan.sync_fd, ChildStep::kDropCapabilities, err);
+  if (int err = SwitchToSandboxIds(plan.root_mode)) FailSetup(plan.sync_fd, ChildStep::kSetIds, err);
+  if (int err = ClearCapabilitiesInChild(plan.capabilities))
+    FailSetup(plan.sync_fd, ChildStep::kDropCapabilities, err);
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    FailSetup(plan.sync_fd, ChildStep::kNoNewPrivs, errno);
+}
+
+[[noreturn]] void ExecProgram(const ChildPlan& plan) {
+  UnblockInitSignals();
+  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+  if (::setsid() < 0) FailSetup(plan.sync_fd, ChildStep::kSetsid, errno);
+  if (::dup2(plan.stdin_fd, 0) < 0 || ::dup2(plan.stdout_fd, 1) < 0 || ::dup2(plan.stderr_fd, 2) < 0)
+    FailSetup(plan.sync_fd, ChildStep::kStdio, errno);
+  if (int err = ApplyRlimitsInChild(plan.rlimits)) FailSetup(plan.sync_fd, ChildStep::kRlimits, err);
+  DropPrivileges(plan);
+  if (::chdir("/workspace") != 0) FailSetup(plan.sync_fd, ChildStep::kChdirWorkspace, errno);
+  // Mark instead of close so the sync socket stays usable until execve succeeds.
+  if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+    FailSetup(plan.sync_fd, ChildStep::kCloseFds, errno);
+  if (plan.seccomp != nullptr) {
+    if (int err = InstallSeccompInChild(*plan.seccomp)) FailSetup(plan.sync_fd, ChildStep::kSeccomp, err);
+  }
+  int exec_errno = ENOENT;
+  for (const std::string& candidate : plan.exec_candidates) {
+    ::execve(candidate.c_str(), plan.argv.data(), plan.envp.data());
+    // Keep the most telling failure: "exists but cannot run" beats "not here".
+    if (errno != ENOENT && errno != ENOTDIR) exec_errno = errno;
+  }
+  SendChildReport(plan.sync_fd, ReportKind::kExecFailed, ChildStep::kExec, exec_errno);
+  ::_exit(exec_errno == ENOENT ? 127 : 126);
+}
+
+}  // namespace
+
+void ChildPlan::Seal() {
+  argv.clear();
+  envp.clear();
+  for (auto& arg : argv_storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  for (auto& entry : env_storage) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+}
+
+void SandboxChildMain(const ChildPlan& plan) {
+  const int sync_fd = plan.sync_fd;
+  // 6. Die with the runner. The parent's "go" byte arrives after the id maps and the cgroup
+  //    placement; EOF instead means the runner is gone.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
+  char go = 0;
+  ssize_t got;
+  do {
+    got = ::read(sync_fd, &go, 1);
+  } while (got < 0 && errno == EINTR);
+  if (got != 1) ::_exit(125);
+  ChildStep step = ChildStep::kMountImage;
+  MountSources sources;
+  if (int err = OpenMountSourcesInChild(plan.mounts, &sources, &step)) FailSetup(sync_fd, step, err);
+  // Take mapped ids at once, so what the mounts below create has a mapped owner (an
+  // unmapped one fails with EOVERFLOW): the namespace's root in root mode, else 1000, the
+  // only id mapped. Leaving the unmapped host root keeps the namespace capabilities.
+  if (int err = SwitchToSetupIds(plan.root_mode)) FailSetup(sync_fd, ChildStep::kSetIds, err);
+  // 7. A cgroup namespace rooted at the run's cgroup (the child is inside it by now).
+  if (::unshare(CLONE_NEWCGROUP) != 0) FailSetup(sync_fd, ChildStep::kCgroupNamespace, errno);
+  // 8-12. The mount tree and pivot_root.
+  if (int err = ApplyMountsInChild(plan.mounts, sources, &step)) FailSetup(sync_fd, step, err);
+  // 13. Hostname and loopback.
+  if (::sethostname("sandbox", 7) != 0) FailSetup(sync_fd, ChildStep::kHostname, errno);
+  if (plan.set_up_loopback) {
+    if (int err = BringUpLoopbackInChild()) FailSetup(sync_fd, ChildStep::kLoopback, err);
+  }
+  // 14. Fork the program with SIGCHLD already blocked, so the init misses no exit.
+  int signal_fd = BlockInitSignals();
+  if (signal_fd < 0) FailSetup(sync_fd, ChildStep::kInitSignals, -signal_fd);
+  pid_t program = ::fork();
+  if (program < 0) FailSetup(sync_fd, ChildStep::kForkPayload, errno);
+  if (program == 0) ExecProgram(plan);  // 15-20 in the program
+  // The init: no capabilities, not dumpable (its /proc entries, including exe, which points
+  // at the runner's binary, become unreachable to the program), and dead with the runner
+  // again (changing ids clears the parent-death signal).
+  DropPrivileges(plan);
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+    FailSetup(sync_fd, ChildStep::kNoNewPrivs, errno);
+  RunInitInChild(sync_fd, program, signal_fd);
+}
+
+}  // namespace sbx

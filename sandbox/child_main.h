@@ -1,0 +1,43 @@
+// What the sandbox child does between clone() and execve(), in the order the launcher
+// documents (steps 6-20). Everything it needs is prepared by the parent in a ChildPlan,
+// because the child must not allocate: the parent may be multi-threaded.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sandbox/capabilities.h"
+#include "sandbox/mounts.h"
+#include "sandbox/rlimits.h"
+#include "sandbox/seccomp_filter.h"
+
+namespace sbx {
+
+struct ChildPlan {
+  int sync_fd = -1;  // the child's end of the SOCK_SEQPACKET sync socket (CLOEXEC)
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  bool root_mode = false;      // setgroups(0) is allowed and needed to shed root's groups
+  bool set_up_loopback = true;  // a fresh network namespace
+  MountPlan mounts;
+  RlimitPlan rlimits;
+  CapabilityPlan capabilities;
+  const SeccompProgram* seccomp = nullptr;  // null only when the policy allows losing it
+  // The program: candidate absolute paths tried in order (PATH search done in the parent),
+  // its argv and envp (null-terminated, pointing into the *_storage vectors).
+  std::vector<std::string> exec_candidates;
+  std::vector<std::string> argv_storage;
+  std::vector<std::string> env_storage;
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+
+  // Fills argv/envp from the storage vectors; call once the storage is final.
+  void Seal();
+};
+
+// Entry point of the cloned child. Never returns: it becomes the sandbox's init, and its
+// fork becomes the program.
+[[noreturn]] void SandboxChildMain(const ChildPlan& plan);
+
+}  // namespace sbx

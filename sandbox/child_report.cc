@@ -1,0 +1,50 @@
+// Names of child setup steps and the async-signal-safe report writer.
+#include "sandbox/child_report.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace sbx {
+
+const char* ChildStepName(ChildStep step) {
+  switch (step) {
+    case ChildStep::kWaitForParent: return "wait for the parent (id maps, cgroup)";
+    case ChildStep::kMountPrivate: return "make mounts private";
+    case ChildStep::kMountScratch: return "mount the scratch tmpfs (limits.rootfs_size)";
+    case ChildStep::kMountImage: return "bind the image";
+    case ChildStep::kMountOverlay: return "mount the overlay root";
+    case ChildStep::kMountWorkspace: return "bind the workspace at /workspace";
+    case ChildStep::kMountProc: return "mount /proc";
+    case ChildStep::kMaskProc: return "mask /proc entries";
+    case ChildStep::kMountDev: return "build /dev";
+    case ChildStep::kMountTmp: return "mount /tmp";
+    case ChildStep::kPivotRoot: return "pivot_root into the overlay";
+    case ChildStep::kHostname: return "set the hostname";
+    case ChildStep::kLoopback: return "bring up lo";
+    case ChildStep::kCgroupNamespace: return "enter a cgroup namespace";
+    case ChildStep::kForkPayload: return "fork the program";
+    case ChildStep::kSetsid: return "setsid";
+    case ChildStep::kStdio: return "set up stdin/stdout/stderr";
+    case ChildStep::kRlimits: return "set rlimits";
+    case ChildStep::kSetIds: return "switch to uid/gid 1000";
+    case ChildStep::kDropCapabilities: return "drop capabilities";
+    case ChildStep::kNoNewPrivs: return "set no_new_privs";
+    case ChildStep::kChdirWorkspace: return "chdir to /workspace";
+    case ChildStep::kCloseFds: return "close inherited descriptors";
+    case ChildStep::kSeccomp: return "install the seccomp filter";
+    case ChildStep::kExec: return "execve";
+    case ChildStep::kInitSignals: return "set up the init's signal handling";
+  }
+  return "unknown step";
+}
+
+void SendChildReport(int fd, ReportKind kind, ChildStep step, int err_no, int value) {
+  ChildReport report{kind, step, err_no, value};
+  ssize_t n;
+  do {
+    n = ::write(fd, &report, sizeof(report));
+  } while (n < 0 && errno == EINTR);
+}
+
+}  // namespace sbx

@@ -1,0 +1,59 @@
+// The record a sandbox child sends to the parent over the CLOEXEC sync socket.
+//
+// Between clone() and execve() nothing allocates: a failing step writes one fixed-size
+// ChildReport and _exits. The sandbox's init also uses it to report how the program ended.
+// EOF on the socket with no report means the child is gone without a word (killed).
+#pragma once
+
+#include <cstdint>
+
+namespace sbx {
+
+enum class ChildStep : uint32_t {
+  kWaitForParent = 1,
+  kMountPrivate,
+  kMountScratch,
+  kMountImage,
+  kMountOverlay,
+  kMountWorkspace,
+  kMountProc,
+  kMaskProc,
+  kMountDev,
+  kMountTmp,
+  kPivotRoot,
+  kHostname,
+  kLoopback,
+  kCgroupNamespace,
+  kForkPayload,
+  kSetsid,
+  kStdio,
+  kRlimits,
+  kSetIds,
+  kDropCapabilities,
+  kNoNewPrivs,
+  kChdirWorkspace,
+  kCloseFds,
+  kSeccomp,
+  kExec,
+  kInitSignals,
+};
+
+enum class ReportKind : uint32_t {
+  kSetupFailed = 1,  // step + err_no: a setup step failed, nothing of the program ran
+  kExecFailed,       // err_no: execve of the program failed (ENOENT -> 127, else 126)
+  kProgramEnded,     // value: the program's wait status, as seen by the sandbox's init
+};
+
+struct ChildReport {
+  ReportKind kind;
+  ChildStep step;
+  int32_t err_no;
+  int32_t value;
+};
+
+const char* ChildStepName(ChildStep step);
+
+// Async-signal-safe: writes `report` to `fd` (retrying EINTR). Used only in children.
+void SendChildReport(int fd, ReportKind kind, ChildStep step, int err_no, int value = 0);
+
+}  // namespace sbx

@@ -1,0 +1,80 @@
+// The sandbox's init process (pid 1 of the run's pid namespace).
+#include "sandbox/init.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "sandbox/child_report.h"
+
+namespace sbx {
+namespace {
+
+sigset_t InitSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+void SignalEveryone(int signal) {
+  if (::getpid() == 1) ::kill(-1, signal);
+}
+
+[[noreturn]] void KillEveryoneAndExit(int sync_fd, bool report, int program_status) {
+  SignalEveryone(SIGKILL);
+  while (::waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
+  }
+  if (report) SendChildReport(sync_fd, ReportKind::kProgramEnded, ChildStep::kExec, 0, program_status);
+  ::_exit(0);
+}
+
+}  // namespace
+
+int BlockInitSignals() {
+  sigset_t set = InitSignals();
+  if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return -errno;
+  int fd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  return fd >= 0 ? fd : -errno;
+}
+
+void UnblockInitSignals() {
+  sigset_t set = InitSignals();
+  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+void RunInitInChild(int sync_fd, pid_t program_pid, int signal_fd) {
+  struct pollfd fds[2] = {{signal_fd, POLLIN, 0}, {sync_fd, POLLIN, 0}};
+  for (;;) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      KillEveryoneAndExit(sync_fd, false, 0);
+    }
+    if (fds[1].revents != 0) {
+      // The parent never writes after "go": readable or hung up both mean it is gone.
+      KillEveryoneAndExit(sync_fd, false, 0);
+    }
+    if (fds[0].revents == 0) continue;
+    struct signalfd_siginfo info;
+    while (::read(signal_fd, &info, sizeof(info)) == sizeof(info)) {
+      if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT || info.ssi_signo == SIGHUP) {
+        SignalEveryone(SIGCONT);
+        SignalEveryone(SIGTERM);
+      }
+    }
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      if (pid == program_pid) KillEveryoneAndExit(sync_fd, true, status);
+    }
+  }
+}
+
+}  // namespace sbx

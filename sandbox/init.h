@@ -1,0 +1,24 @@
+// The sandbox's pid 1: reaps orphans, forwards the parent's stop request, and ends the whole
+// pid namespace when the program exits.
+#pragma once
+
+#include <sys/types.h>
+
+namespace sbx {
+
+// Runs as pid 1 of the sandbox's pid namespace after forking the program (`program_pid`).
+//  - SIGCHLD: reaps every child; when `program_pid` ends, sends SIGKILL to every process left
+//    in the namespace (daemons, double forks, background jobs), reaps them, reports the wait
+//    status of the program over `sync_fd` and exits.
+//  - SIGTERM (sent by the parent at the timeout): SIGCONT then SIGTERM to every process, so
+//    stopped ones can act on it; the parent sends SIGKILL after a grace period.
+//  - the parent's end of `sync_fd` closing (runner killed): SIGKILL to everything, exit.
+// Never returns. kill(-1) is only ever sent when getpid() == 1, i.e. inside the namespace.
+[[noreturn]] void RunInitInChild(int sync_fd, pid_t program_pid, int signal_fd);
+
+// Blocks the signals the init handles and returns a signalfd for them, or -errno. Called
+// before forking the program so no SIGCHLD is lost; the program unblocks them again.
+int BlockInitSignals();
+void UnblockInitSignals();
+
+}  // namespace sbx

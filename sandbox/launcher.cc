@@ -1,0 +1,298 @@
+// The parent side of a sandboxed run, in the order documented in launcher.h.
+#include "sandbox/launcher.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include "sandbox/child_main.h"
+#include "sandbox/environment.h"
+#include "sandbox/image_check.h"
+#include "sandbox/supervisor.h"
+#include "sandbox/userns.h"
+#include "sandbox/workspace.h"
+
+namespace sbx {
+namespace {
+
+struct Pipe {
+  UniqueFd read;
+  UniqueFd write;
+};
+
+Result<Pipe> MakePipe(const char* what) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return SysError(ErrorCode::kSetupFailed, std::string("pipe2 (") + what + ")");
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+std::string NewRunId() {
+  static std::atomic<unsigned> counter{0};
+  unsigned char bytes[4] = {};
+  if (::getrandom(bytes, sizeof(bytes), 0) != sizeof(bytes)) std::memset(bytes, 0, sizeof(bytes));
+  char id[32];
+  std::snprintf(id, sizeof(id), "%u-%02x%02x%02x%02x", counter++, bytes[0], bytes[1], bytes[2],
+                bytes[3]);
+  return id;
+}
+
+// PATH search happens in the parent against the image, so the child only tries a list.
+std::vector<std::string> ExecCandidates(const std::string& command, const std::vector<std::string>& env) {
+  if (command.find('/') != std::string::npos) return {command};
+  std::string path;
+  for (const auto& entry : env) {
+    if (entry.rfind("PATH=", 0) == 0) path = entry.substr(5);
+  }
+  std::vector<std::string> candidates;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (!dir.empty() && dir[0] == '/') candidates.push_back(dir + "/" + command);
+    start = end + 1;
+  }
+  return candidates;
+}
+
+Result<void> ValidateArgv(const std::vector<std::string>& argv) {
+  if (argv.empty() || argv[0].empty()) return InvalidInput("command: give the program to run after --");
+  size_t total = 0;
+  for (const auto& arg : argv) {
+    if (arg.find('\0') != std::string::npos) return InvalidInput("command: an argument contains a NUL byte");
+    if (arg.size() >= 128 * 1024) {
+      return InvalidInput("command: an argument is " + std::to_string(arg.size()) +
+                          " bytes, above the kernel's 128 KiB per-argument limit; pass it in a file");
+    }
+    total += arg.size() + 1;
+  }
+  if (total > 1024 * 1024) return InvalidInput("command: the arguments total more than 1 MiB; pass them in a file");
+  return Ok{};
+}
+
+// clone3 where the kernel has it (the child can then start inside its cgroup); plain clone
+// otherwise. Fork-like: the child continues on a copy of this stack.
+pid_t CloneSandbox(uint64_t flags, int cgroup_fd, int* pidfd) {
+  struct clone_args args {};
+  args.flags = flags | CLONE_PIDFD | (cgroup_fd >= 0 ? CLONE_INTO_CGROUP : 0);
+  args.pidfd = reinterpret_cast<uint64_t>(pidfd);
+  args.exit_signal = SIGCHLD;
+  args.cgroup = cgroup_fd >= 0 ? static_cast<uint64_t>(cgroup_fd) : 0;
+  long pid = ::syscall(SYS_clone3, &args, sizeof(args));
+  if (pid < 0 && errno == ENOSYS && cgroup_fd < 0) {
+    pid = ::syscall(SYS_clone, flags | CLONE_PIDFD | SIGCHLD, nullptr, pidfd, nullptr, nullptr);
+  }
+  return static_cast<pid_t>(pid);
+}
+
+RunStatus StatusFrom(const SupervisionOutcome& outcome, const CgroupUsage& usage, RunResult& result) {
+  if (outcome.timed_out) return RunStatus::kTimedOut;
+  if (!outcome.program_status) {
+    // The init died without reporting: killed from outside, or the memory limit hit it.
+    result.signal = WIFSIGNALED(outcome.init_status) ? WTERMSIG(outcome.init_status) : SIGKILL;
+    return usage.oom_kills > 0 ? RunStatus::kOomKilled : RunStatus::kSignaled;
+  }
+  int status = *outcome.program_status;
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (usage.oom_kills > 0) return RunStatus::kOomKilled;
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) return RunStatus::kSeccompViolation;
+  bool failed = WIFSIGNALED(status) || result.exit_code != 0;
+  if (failed && usage.pids_max_hits > 0) return RunStatus::kPidsLimit;
+  return WIFSIGNALED(status) ? RunStatus::kSignaled : RunStatus::kExited;
+}
+
+const char* CgroupMechanism(CgroupVersion version) {
+  return version == CgroupVersion::kV2 ? "cgroup_v2" : version == CgroupVersion::kV1 ? "cgroup_v1" : "none";
+}
+
+}  // namespace
+
+Result<RunResult> RunSandboxed(const RunSpec& spec) {
+  RunResult result;
+  const Policy& policy = spec.policy;
+  // 1. Validate everything before creating anything.
+  SBX_TRY(ValidatePolicy(policy));
+  SBX_TRY(ValidateArgv(spec.argv));
+  auto image = OpenVerifiedImage(spec.image_dir);
+  if (!image) return image.error();
+  auto mapping = ComputeIdMapping(::geteuid(), ::getegid());
+  if (!mapping) return mapping.error();
+  std::optional<Workspace> workspace;
+  if (!spec.workspace_dir.empty()) {
+    auto opened = OpenWorkspace(spec.workspace_dir);
+    if (!opened) return opened.error();
+    workspace = std::move(*opened);
+  }
+
+  // 2. Everything the child needs, prepared here because the child must not allocate.
+  ChildPlan plan;
+  const SeccompProgram* seccomp = nullptr;
+  if (auto compiled = CompileSeccompProgram(SeccompOptions{}); compiled) {
+    seccomp = *compiled;
+  } else if (policy.AllowsDegraded(Layer::kSeccomp)) {
+    result.degraded.push_back("seccomp");
+  } else {
+    return compiled.error().Context("seccomp (required; allow_degraded may list \"seccomp\")");
+  }
+  auto capabilities = PrepareCapabilitiesInParent();
+  if (!capabilities) return capabilities.error();
+
+  // 3. The cgroup, or rlimits when the policy accepts losing it.
+  std::optional<RunCgroup> cgroup;
+  auto created = RunCgroup::CreateInParent(NewRunId(), policy.limits, spec.cgroup_options);
+  if (created) {
+    cgroup = std::move(*created);
+  } else if (created.error().code == ErrorCode::kUnavailable && policy.AllowsDegraded(Layer::kCgroup)) {
+    result.degraded.push_back("cgroup");
+  } else {
+    return created.error().Context(
+        "cgroup (required for memory, pids and cpu limits; allow_degraded may list \"cgroup\" to "
+        "fall back to rlimits)");
+  }
+  const CgroupEnforcement enforced = cgroup ? cgroup->enforcement() : CgroupEnforcement{};
+
+  if (!workspace) {
+    auto temporary = CreateTemporaryWorkspace(mapping->host_uid, mapping->host_gid);
+    if (!temporary) return temporary.error();
+    workspace = std::move(*temporary);
+  }
+  struct TemporaryWorkspaceRemover {
+    const Workspace& workspace;
+    ~TemporaryWorkspaceRemover() {
+      if (workspace.temporary) (void)RemoveTree(workspace.path);
+    }
+  } remove_workspace{*workspace};
+
+  auto out_pipe = MakePipe("stdout");
+  if (!out_pipe) return out_pipe.error();
+  auto err_pipe = MakePipe("stderr");
+  if (!err_pipe) return err_pipe.error();
+  int sync_fds[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_fds) != 0)
+    return SysError(ErrorCode::kSetupFailed, "socketpair");
+  UniqueFd sync_parent(sync_fds[0]), sync_child(sync_fds[1]);
+  UniqueFd dev_null;
+  int stdin_fd = spec.stdin_fd;
+  if (stdin_fd < 0) {
+    dev_null.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!dev_null) return SysError(ErrorCode::kSetupFailed, "open(/dev/null)");
+    stdin_fd = dev_null.get();
+  }
+
+  plan.sync_fd = sync_child.get();
+  plan.stdin_fd = stdin_fd;
+  plan.stdout_fd = out_pipe->write.get();
+  plan.stderr_fd = err_pipe->write.get();
+  plan.root_mode = mapping->root_mode;
+  plan.set_up_loopback = policy.network == NetworkMode::kNone;
+  plan.mounts = PrepareMountsInParent(image->path, image->fd.get(), workspace->path,
+                                      workspace->fd.get(), policy.limits);
+  plan.rlimits = PlanRlimits(policy.limits, enforced.memory, enforced.pids);
+  plan.capabilities = *capabilities;
+  plan.seccomp = seccomp;
+  plan.env_storage = BuildSandboxEnvironment(policy.env);
+  plan.argv_storage = spec.argv;
+  plan.exec_candidates = ExecCandidates(spec.argv[0], plan.env_storage);
+  plan.Seal();
+
+  // 4. The namespaces.
+  uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
+  if (policy.network == NetworkMode::kNone) flags |= CLONE_NEWNET;
+  int pidfd_raw = -1;
+  pid_t pid = CloneSandbox(flags, cgroup ? cgroup->CloneIntoFd() : -1, &pidfd_raw);
+  if (pid < 0) {
+    return SysError(ErrorCode::kSetupFailed,
+                    "clone3(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|...) (user namespaces may be "
+                    "disabled: see `sbx doctor`)");
+  }
+  if (pid == 0) SandboxChildMain(plan);
+  UniqueFd pidfd(pidfd_raw);
+  sync_child.reset();
+  out_pipe->write.reset();
+  err_pipe->write.reset();
+
+  // 5. Id maps, v1 cgroup placement, then "go". On failure the child is killed and reaped.
+  auto abort_child = [&](const Error& error) -> Error {
+    ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return error;
+  };
+  if (auto maps = WriteIdMapsInParent(pid, *mapping); !maps) return abort_child(maps.error().Context("user namespace"));
+  if (cgroup && cgroup->CloneIntoFd() < 0) {
+    if (auto added = cgroup->AddProcessInParent(pid); !added) return abort_child(added.error().Context("cgroup"));
+  }
+  char go = 'g';
+  if (::write(sync_parent.get(), &go, 1) != 1) return abort_child(SysError(ErrorCode::kSetupFailed, "sync write"));
+
+  // 21-22. Supervise, reap, account, clean up.
+  OutputCapture out(policy.limits.output_bytes, spec.pass_through_output ? 1 : -1);
+  OutputCapture err(policy.limits.output_bytes, spec.pass_through_output ? 2 : -1);
+  SupervisedChild child{pid, pidfd.get(), sync_parent.get(), out_pipe->read.get(), err_pipe->read.get()};
+  auto kill_all = [&cgroup] {
+    if (cgroup) cgroup->KillAll();
+  };
+  SupervisionOutcome outcome = Supervise(child, out, err, policy.limits.timeout_seconds,
+                                         spec.kill_grace_seconds, kill_all);
+  CgroupUsage usage = cgroup ? cgroup->ReadUsage() : CgroupUsage{};
+  if (cgroup) (void)cgroup->RemoveInParent();
+
+  result.wall_ms = outcome.wall_ns / 1000000;
+  result.stdout_data = out.Text();
+  result.stderr_data = err.Text();
+  result.stdout_truncated = out.truncated();
+  result.stderr_truncated = err.truncated();
+  const auto& ru = outcome.usage;
+  uint64_t rusage_cpu_ms = static_cast<uint64_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+                           static_cast<uint64_t>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+  result.cpu_ms = usage.cpu_usage_ns ? *usage.cpu_usage_ns / 1000000 : rusage_cpu_ms;
+  result.peak_memory_bytes = usage.peak_memory_bytes ? *usage.peak_memory_bytes
+                                                     : static_cast<uint64_t>(ru.ru_maxrss) * 1024;
+  if (outcome.setup_failure) {
+    const ChildReport& report = *outcome.setup_failure;
+    result.status = RunStatus::kSetupFailed;
+    result.setup_error = std::string("sandbox setup: ") + ChildStepName(report.step) + ": " +
+                         std::strerror(report.err_no);
+  } else if (outcome.exec_errno) {
+    result.status = RunStatus::kExited;
+    result.exec_failure_code = *outcome.exec_errno == ENOENT ? 127 : 126;
+    result.exit_code = result.exec_failure_code;
+    result.stderr_data += "sbx: cannot run " + spec.argv[0] + " in the sandbox: " +
+                          std::strerror(*outcome.exec_errno) + "\n";
+  } else {
+    result.status = StatusFrom(outcome, usage, result);
+  }
+
+  const char* cg = CgroupMechanism(enforced.version);
+  result.enforcement = {
+      {"user_namespace", "user_namespace"},
+      {"pid_namespace", "pid_namespace"},
+      {"mount_namespace", "overlay"},
+      {"network", policy.network == NetworkMode::kNone ? "network_namespace" : "host"},
+      {"seccomp", seccomp ? "seccomp_bpf" : "none"},
+      {"capabilities", "dropped"},
+      {"memory", enforced.memory ? cg : "rlimit_as"},
+      {"pids", enforced.pids ? cg : "rlimit_nproc"},
+      {"cpu", enforced.cpu ? cg : "none"},
+      {"timeout", "pid_namespace"},
+      {"file_size", "rlimit"},
+      {"open_files", "rlimit"},
+      {"output", "capture"},
+  };
+  return result;
+}
+
+}  // namespace sbx

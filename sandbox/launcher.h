@@ -1,0 +1,63 @@
+// RunSandboxed(): the one entry point that runs a command in a fresh sandbox.
+//
+// The order, written once (launcher.cc follows it; child_main.cc holds steps 6-20):
+//  Parent
+//   1. Validate the policy and the command; verify the image; open image and workspace as
+//      O_PATH fds (a temporary workspace is created owned by the sandbox user).
+//   2. Compile (or reuse) the seccomp program; prepare capabilities, rlimits, mounts, env.
+//   3. Create the run's cgroup (v2, else v1, else rlimits if the policy allows degrading).
+//   4. clone3(CLONE_NEWUSER|NEWNS|NEWPID|NEWUTS|NEWIPC[|NEWNET]|PIDFD[|INTO_CGROUP]).
+//   5. Write the id maps; v1: move the child into its cgroups; send "go".
+//  Child (pid 1 of the new pid namespace, capabilities only inside its user namespace)
+//   6. Parent-death signal; wait for "go".
+//   7. unshare(CLONE_NEWCGROUP) so the run's cgroup is its root.
+//   8. Private propagation; scratch tmpfs; image bound as the overlay's lower layer.
+//   9. Overlay root; workspace bound at /workspace.
+//  10. /proc with masked entries; minimal /dev; /tmp tmpfs.
+//  11. pivot_root and detach the old root.
+//  12. Hostname "sandbox"; lo up in a fresh network namespace.
+//  13. Block SIGCHLD/SIGTERM; fork the program.
+//  14. The init drops ids and capabilities, becomes non-dumpable, and waits (init.h).
+//  Program
+//  15. setsid; stdin (/dev/null unless given), stdout and stderr pipes.
+//  16. rlimits.
+//  17. Drop bounding and ambient capabilities; setgroups(0) (root mode); uid/gid 1000;
+//      clear all capability sets; no_new_privs.
+//  18. chdir /workspace; mark every fd above 2 close-on-exec.
+//  19. Install the seccomp filter (TSYNC), the last step.
+//  20. execve the program (a failure is reported over the sync socket: 127 or 126).
+//  Parent
+//  21. Supervise: drain both pipes concurrently with head+tail caps; on the timeout SIGTERM
+//      to the init (SIGCONT+SIGTERM to all), then after a grace SIGKILL the init (which ends
+//      the namespace) and cgroup.kill (v2).
+//  22. Reap the init (the kernel has killed the namespace by then); read cgroup usage; remove
+//      the cgroup and the temporary workspace; build the typed result.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sandbox/cgroup.h"
+#include "sandbox/error.h"
+#include "sandbox/policy.h"
+#include "sandbox/run_result.h"
+
+namespace sbx {
+
+struct RunSpec {
+  Policy policy;
+  std::vector<std::string> argv;
+  std::string image_dir;       // the read-only lower layer
+  std::string workspace_dir;   // empty: a fresh temporary workspace, removed afterwards
+  int stdin_fd = -1;           // -1: /dev/null
+  bool pass_through_output = false;  // also forward output to fds 1 and 2 as it arrives
+  CgroupOptions cgroup_options;
+  double kill_grace_seconds = 0.5;  // between SIGTERM and SIGKILL at the timeout
+};
+
+// Runs spec.argv in a fresh sandbox and waits for it. An Error means sbx refused or could not
+// set up the sandbox before the program ran (CLI exit 125); nothing is left behind then.
+// A child-side setup failure is a RunResult with status kSetupFailed.
+Result<RunResult> RunSandboxed(const RunSpec& spec);
+
+}  // namespace sbx

@@ -1,0 +1,222 @@
+// Builds the sandbox's mount tree inside its mount namespace; the child side allocates nothing.
+#include "sandbox/mounts.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace sbx {
+namespace {
+
+constexpr const char* kScratch = "/tmp";  // covered privately; never touched on the host
+constexpr unsigned long kSafe = MS_NOSUID | MS_NODEV;
+
+// /proc entries that leak host state or reach the kernel (runc's and bubblewrap's lists).
+constexpr const char* kMaskedProcFiles[] = {
+    "proc/kcore",       "proc/keys",        "proc/key-users",  "proc/timer_list",
+    "proc/sysrq-trigger", "proc/latency_stats", "proc/sched_debug", "proc/kallsyms",
+    "proc/kpagecount",  "proc/kpageflags",  "proc/kpagecgroup", "proc/config.gz",
+    "proc/vmallocinfo", "proc/slabinfo",    "proc/pagetypeinfo", "proc/buddyinfo",
+};
+constexpr const char* kReadOnlyProcDirs[] = {"proc/sys", "proc/bus", "proc/fs", "proc/irq",
+                                             "proc/asound", "proc/acpi", "proc/scsi",
+                                             "proc/tty/driver"};
+constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+// Mount flags that a bind remount inside a user namespace must keep (the kernel locks the
+// atime and restriction flags the mount had when the namespace was created).
+unsigned long LockedFlags(const char* path) {
+  struct statvfs st {};
+  if (::statvfs(path, &st) != 0) return 0;
+  unsigned long flags = 0;
+  if (st.f_flag & ST_NOSUID) flags |= MS_NOSUID;
+  if (st.f_flag & ST_NODEV) flags |= MS_NODEV;
+  if (st.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+  if (st.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+  if (st.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+  if (st.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+  if (st.f_flag & ST_RDONLY) flags |= MS_RDONLY;
+  return flags;
+}
+
+int BindRemount(const char* path, unsigned long extra) {
+  unsigned long flags = MS_BIND | MS_REMOUNT | LockedFlags(path) | extra;
+  return ::mount(nullptr, path, nullptr, flags, nullptr) == 0 ? 0 : errno;
+}
+
+int Fail(ChildStep step, ChildStep* failed_step) {
+  *failed_step = step;
+  return errno != 0 ? errno : EIO;
+}
+
+// Creates an empty regular file (a bind target) if it is missing.
+int Touch(const char* path) {
+  int fd = ::open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return errno;
+  ::close(fd);
+  return 0;
+}
+
+// "/proc/self/fd/<fd>" into `out` without allocating.
+void FdPath(int fd, char (&out)[32]) {
+  char digits[12];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + fd % 10);
+    fd /= 10;
+  } while (fd > 0 && n < 11);
+  const char prefix[] = "/proc/self/fd/";
+  size_t pos = 0;
+  for (char c : prefix) {
+    if (c != '\0') out[pos++] = c;
+  }
+  while (n > 0) out[pos++] = digits[--n];
+  out[pos] = '\0';
+}
+
+// Re-opens `path` in this mount namespace with no symlink resolution and checks it is the
+// same directory the parent validated. Returns the new fd or -errno.
+int ReopenSameDirectory(const char* path, int parent_fd) {
+  struct open_how how {};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  int fd = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how)));
+  if (fd < 0) return -errno;
+  struct stat now {}, validated {};
+  if (::fstat(fd, &now) != 0 || ::fstat(parent_fd, &validated) != 0 ||
+      now.st_dev != validated.st_dev || now.st_ino != validated.st_ino) {
+    ::close(fd);
+    return -ESTALE;
+  }
+  return fd;
+}
+
+int BuildDev(const MountPlan& plan) {
+  if (::mount("tmpfs", "root/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755") != 0)
+    return errno;
+  char target[64];
+  char source[64];
+  for (const char* device : kDevices) {
+    // Host devices keep their node semantics, so these binds cannot be nodev.
+    ::snprintf(target, sizeof(target), "root/dev/%s", device);
+    ::snprintf(source, sizeof(source), "/dev/%s", device);
+    if (int err = Touch(target)) return err;
+    if (::mount(source, target, nullptr, MS_BIND, nullptr) != 0) return errno;
+  }
+  if (::mkdir("root/dev/pts", 0755) != 0) return errno;
+  if (::mount("devpts", "root/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+              "newinstance,ptmxmode=0666,mode=0620") != 0)
+    return errno;
+  if (::symlink("pts/ptmx", "root/dev/ptmx") != 0) return errno;
+  if (::mkdir("root/dev/shm", 01777) != 0) return errno;
+  if (::mount("tmpfs", "root/dev/shm", "tmpfs", kSafe, plan.shm_options.c_str()) != 0)
+    return errno;
+  const char* links[][2] = {{"/proc/self/fd", "root/dev/fd"},
+                            {"/proc/self/fd/0", "root/dev/stdin"},
+                            {"/proc/self/fd/1", "root/dev/stdout"},
+                            {"/proc/self/fd/2", "root/dev/stderr"}};
+  for (auto& link : links) {
+    if (::symlink(link[0], link[1]) != 0) return errno;
+  }
+  // The tmpfs belongs to the sandbox user: make it read-only so /dev gains no new entries.
+  return BindRemount("root/dev", MS_RDONLY | MS_NOSUID | MS_NOEXEC);
+}
+
+int MaskProc() {
+  for (const char* file : kMaskedProcFiles) {
+    if (::access(file, F_OK) != 0) continue;
+    if (::mount("/dev/null", file, nullptr, MS_BIND, nullptr) != 0) return errno;
+  }
+  for (const char* dir : kReadOnlyProcDirs) {
+    if (::access(dir, F_OK) != 0) continue;
+    if (::mount(dir, dir, nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+    if (int err = BindRemount(dir, MS_RDONLY | kSafe | MS_NOEXEC)) return err;
+  }
+  return 0;
+}
+
+}  // namespace
+
+MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
+                                const std::string& workspace_path, int workspace_fd,
+                                const Limits& limits) {
+  MountPlan plan;
+  plan.image_path = image_path;
+  plan.workspace_path = workspace_path;
+  plan.image_fd = image_fd;
+  plan.workspace_fd = workspace_fd;
+  plan.scratch_options = "size=" + std::to_string(limits.rootfs_size_bytes) + ",mode=0700";
+  const std::string scratch = kScratch;
+  plan.overlay_options = "lowerdir=" + scratch + "/lower,upperdir=" + scratch +
+                         "/upper,workdir=" + scratch + "/work";
+  plan.tmp_options = "size=" + std::to_string(limits.tmp_size_bytes) + ",mode=1777";
+  plan.shm_options = "size=" + std::to_string(limits.tmp_size_bytes) + ",mode=1777";
+  return plan;
+}
+
+int OpenMountSourcesInChild(const MountPlan& plan, MountSources* sources, ChildStep* failed_step) {
+  sources->image_fd = ReopenSameDirectory(plan.image_path.c_str(), plan.image_fd);
+  if (sources->image_fd < 0) {
+    errno = -sources->image_fd;
+    return Fail(ChildStep::kMountImage, failed_step);
+  }
+  sources->workspace_fd = ReopenSameDirectory(plan.workspace_path.c_str(), plan.workspace_fd);
+  if (sources->workspace_fd < 0) {
+    errno = -sources->workspace_fd;
+    return Fail(ChildStep::kMountWorkspace, failed_step);
+  }
+  return 0;
+}
+
+int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, ChildStep* failed_step) {
+  errno = 0;
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return Fail(ChildStep::kMountPrivate, failed_step);
+  char image_source[32], workspace_source[32];
+  FdPath(sources.image_fd, image_source);
+  FdPath(sources.workspace_fd, workspace_source);
+  if (::mount("tmpfs", kScratch, "tmpfs", kSafe | MS_NOEXEC, plan.scratch_options.c_str()) != 0 ||
+      ::chdir(kScratch) != 0)
+    return Fail(ChildStep::kMountScratch, failed_step);
+  for (const char* dir : {"lower", "upper", "work", "root"}) {
+    if (::mkdir(dir, 0755) != 0) return Fail(ChildStep::kMountScratch, failed_step);
+  }
+  if (::mount(image_source, "lower", nullptr, MS_BIND | MS_REC, nullptr) != 0)
+    return Fail(ChildStep::kMountImage, failed_step);
+  if (::mount("overlay", "root", "overlay", kSafe, plan.overlay_options.c_str()) != 0)
+    return Fail(ChildStep::kMountOverlay, failed_step);
+  if (::mount(workspace_source, "root/workspace", nullptr, MS_BIND, nullptr) != 0)
+    return Fail(ChildStep::kMountWorkspace, failed_step);
+  if (int err = BindRemount("root/workspace", kSafe)) {
+    errno = err;
+    return Fail(ChildStep::kMountWorkspace, failed_step);
+  }
+  if (::mount("proc", "root/proc", "proc", kSafe | MS_NOEXEC, nullptr) != 0)
+    return Fail(ChildStep::kMountProc, failed_step);
+  if (::chdir("root") != 0) return Fail(ChildStep::kMountProc, failed_step);
+  if (int err = MaskProc()) {
+    errno = err;
+    return Fail(ChildStep::kMaskProc, failed_step);
+  }
+  if (::chdir("..") != 0) return Fail(ChildStep::kMaskProc, failed_step);
+  if (int err = BuildDev(plan)) {
+    errno = err;
+    return Fail(ChildStep::kMountDev, failed_step);
+  }
+  if (::mount("tmpfs", "root/tmp", "tmpfs", kSafe, plan.tmp_options.c_str()) != 0)
+    return Fail(ChildStep::kMountTmp, failed_step);
+  // pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves no
+  // path back to the host's tree (runc's approach, no temporary directory needed).
+  if (::chdir("root") != 0 || ::syscall(SYS_pivot_root, ".", ".") != 0 ||
+      ::umount2(".", MNT_DETACH) != 0 || ::chdir("/") != 0)
+    return Fail(ChildStep::kPivotRoot, failed_step);
+  return 0;
+}
+
+}  // namespace sbx

@@ -1,0 +1,62 @@
+// Mount namespace contents: the overlay root, /workspace, /proc, /dev, /tmp, then pivot_root.
+//
+// Usage:
+//   1. Parent: `auto plan = PrepareMountsInParent(image_fd, workspace_fd, limits);` formats
+//      every path and option string up front (the child must not allocate).
+//   2. Child, in its new user+mount namespace, still holding its namespace capabilities:
+//      `ApplyMountsInChild(plan, &step)` returns 0 or an errno, with `step` naming what
+//      failed. Afterwards the process's root is the overlay and the host's tree is detached.
+//
+// Layout built in the child (every mount nosuid,nodev; the image is never written):
+//   /tmp of the *host* tree is covered by a private scratch tmpfs (limits.rootfs_size) that
+//   holds the overlay's upper and work directories; image and workspace are bound in from
+//   fds opened before that.
+//   /            overlay: image (read-only lower) + scratch upper
+//   /workspace   the workspace directory, bound from its fd, read-write
+//   /proc        a fresh proc for the new pid namespace; kcore, keys, timer_list, sysrq-trigger
+//                and friends covered by /dev/null; sys, bus, fs, irq read-only
+//   /dev         tmpfs with null, zero, full, random, urandom, tty bound from the host; a new
+//                devpts instance; shm tmpfs; the usual fd/stdin/stdout/stderr links
+//   /tmp         tmpfs of limits.tmp_size, mode 1777
+//   no /sys
+#pragma once
+
+#include <string>
+
+#include "sandbox/child_report.h"
+#include "sandbox/policy.h"
+
+namespace sbx {
+
+struct MountPlan {
+  // Canonical paths, re-opened in the child (a bind mount's source must belong to the
+  // child's own mount namespace) without following any symlink, and checked against the
+  // parent's fds by device and inode, so a path swapped in between is refused.
+  std::string image_path;
+  std::string workspace_path;
+  int image_fd = -1;
+  int workspace_fd = -1;
+  std::string scratch_options;   // tmpfs options for the scratch (upper) layer
+  std::string overlay_options;
+  std::string tmp_options;
+  std::string shm_options;
+};
+
+MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
+                                const std::string& workspace_path, int workspace_fd,
+                                const Limits& limits);
+
+// The image and workspace re-opened in the child's mount namespace.
+struct MountSources {
+  int image_fd = -1;
+  int workspace_fd = -1;
+};
+
+// Called before the child switches to uid 1000, while its host credentials still let it
+// traverse private directories on the way (a workspace under /root, say).
+int OpenMountSourcesInChild(const MountPlan& plan, MountSources* sources, ChildStep* failed_step);
+
+// Returns 0 or an errno; sets *failed_step. Async-signal-safe (no allocation).
+int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, ChildStep* failed_step);
+
+}  // namespace sbx

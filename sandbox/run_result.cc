@@ -1,0 +1,58 @@
+// Result naming, the exit-code table and the JSON form of a RunResult.
+#include "sandbox/run_result.h"
+
+#include <nlohmann/json.hpp>
+
+namespace sbx {
+
+const char* RunStatusName(RunStatus status) {
+  switch (status) {
+    case RunStatus::kExited: return "exited";
+    case RunStatus::kSignaled: return "signaled";
+    case RunStatus::kTimedOut: return "timed_out";
+    case RunStatus::kOomKilled: return "oom_killed";
+    case RunStatus::kPidsLimit: return "pids_limit";
+    case RunStatus::kSeccompViolation: return "seccomp_violation";
+    case RunStatus::kSetupFailed: return "setup_failed";
+  }
+  return "unknown";
+}
+
+int ExitCodeFor(const RunResult& result) {
+  switch (result.status) {
+    case RunStatus::kSetupFailed: return 125;
+    case RunStatus::kTimedOut: return 124;
+    case RunStatus::kExited:
+      return result.exec_failure_code != 0 ? result.exec_failure_code : result.exit_code;
+    case RunStatus::kPidsLimit:
+      return result.signal != 0 ? 128 + result.signal : result.exit_code;
+    case RunStatus::kOomKilled:
+    case RunStatus::kSignaled:
+    case RunStatus::kSeccompViolation:
+      return 128 + (result.signal != 0 ? result.signal : 9);
+  }
+  return 125;
+}
+
+std::string RunResultToJson(const RunResult& result) {
+  nlohmann::ordered_json out;
+  out["status"] = RunStatusName(result.status);
+  out["exit_code"] = ExitCodeFor(result);
+  out["signal"] = result.signal;
+  out["wall_ms"] = result.wall_ms;
+  out["cpu_ms"] = result.cpu_ms;
+  out["peak_memory_bytes"] = result.peak_memory_bytes;
+  // Program output need not be UTF-8: invalid bytes are replaced rather than failing.
+  out["stdout"] = result.stdout_data;
+  out["stderr"] = result.stderr_data;
+  out["stdout_truncated"] = result.stdout_truncated;
+  out["stderr_truncated"] = result.stderr_truncated;
+  nlohmann::ordered_json enforcement = nlohmann::ordered_json::object();
+  for (const auto& item : result.enforcement) enforcement[item.what] = item.mechanism;
+  out["enforcement"] = enforcement;
+  out["degraded"] = result.degraded;
+  if (!result.setup_error.empty()) out["error"] = result.setup_error;
+  return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+}  // namespace sbx

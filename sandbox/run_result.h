@@ -1,0 +1,53 @@
+// RunResult: how a sandboxed run ended, what it used, which mechanism enforced each limit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sbx {
+
+enum class RunStatus {
+  kExited,            // the program exited; exit_code holds its code
+  kSignaled,          // killed by a signal (not the sandbox's own enforcement)
+  kTimedOut,          // the wall-clock timeout ended it
+  kOomKilled,         // the memory limit ended it (seen in the cgroup's events)
+  kPidsLimit,         // it failed after hitting the pids limit
+  kSeccompViolation,  // killed by SIGSYS from the syscall filter
+  kSetupFailed,       // the sandbox could not be set up; nothing of the program ran
+};
+
+// One line of the `enforcement` map: a limit or layer and what enforced it.
+struct Enforcement {
+  std::string what;       // "memory", "pids", "cpu", "timeout", "user_namespace", ...
+  std::string mechanism;  // "cgroup_v2", "cgroup_v1", "rlimit", "pid_namespace", "none", ...
+};
+
+struct RunResult {
+  RunStatus status = RunStatus::kSetupFailed;
+  int exit_code = 0;  // the program's own exit code when status is kExited
+  int signal = 0;     // the signal that ended it, when there was one
+  uint64_t wall_ms = 0;
+  uint64_t cpu_ms = 0;
+  uint64_t peak_memory_bytes = 0;
+  std::string stdout_data;
+  std::string stderr_data;
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  std::vector<Enforcement> enforcement;
+  std::vector<std::string> degraded;  // layers the policy allowed to be missing, and were
+  std::string setup_error;            // set when status is kSetupFailed
+  // The command could not be started inside: 126 cannot execute, 127 not found (0 if it ran).
+  int exec_failure_code = 0;
+};
+
+const char* RunStatusName(RunStatus status);
+
+// The CLI exit code for a result (DESIGN.md): the program's code; 128+N for signal N;
+// 124 timed out; 125 setup failed; 126 cannot execute; 127 not found.
+int ExitCodeFor(const RunResult& result);
+
+// The whole result as one JSON object (the `sbx run --json` contract).
+std::string RunResultToJson(const RunResult& result);
+
+}  // namespace sbx

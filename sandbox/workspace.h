@@ -1,0 +1,35 @@
+// The workspace: validating a given directory, making a fresh temporary one, removing it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "sandbox/error.h"
+#include "sandbox/unique_fd.h"
+
+namespace sbx {
+
+struct Workspace {
+  std::string path;  // canonical host path
+  UniqueFd fd;       // O_PATH|O_DIRECTORY on exactly that directory; mounts use the fd
+  bool temporary = false;
+};
+
+// Opens an existing workspace. Rejects relative paths, missing paths, non-directories,
+// symlinks anywhere in the path, "/", and system trees (/proc, /sys, /dev, /etc, /usr, /boot,
+// /run, /var/run, /home itself, /root itself) and sbx's own state directory.
+Result<Workspace> OpenWorkspace(const std::string& path);
+
+// Makes a fresh 0700 directory under sbx's private state directory (/var/tmp/sbx as root,
+// /tmp/sbx-<uid> otherwise, both verified to be ours and 0700), owned by `owner_uid/gid`
+// (the sandbox user's host ids). Stale workspaces of dead runners are removed first.
+Result<Workspace> CreateTemporaryWorkspace(uid_t owner_uid, gid_t owner_gid);
+
+// Removes a directory tree without following symlinks (fd-relative, never leaves `dir`).
+Result<void> RemoveTree(const std::string& path);
+
+// sbx's private state directory for this uid, created 0700 if missing.
+Result<std::string> StateDirectory();
+
+}  // namespace sbx

@@ -1,0 +1,179 @@
+// `sbx run`: parses flags on top of the policy, runs the sandbox, maps the result to an exit code.
+#include "src/cli/run_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "sandbox/image.h"
+#include "sandbox/launcher.h"
+#include "sandbox/unique_fd.h"
+#include "sandbox/units.h"
+
+namespace sbx::cli {
+namespace {
+
+constexpr int kSbxFailed = 125;
+
+struct RunFlags {
+  std::string policy_file;
+  std::string image;
+  std::string workspace;
+  std::string stdin_path;
+  bool json = false;
+  std::vector<std::string> overrides;  // applied after the policy file, in order
+};
+
+int Refuse(bool json, const std::string& message) {
+  if (json) {
+    RunResult result;
+    result.status = RunStatus::kSetupFailed;
+    result.setup_error = message;
+    std::printf("%s\n", RunResultToJson(result).c_str());
+  }
+  std::fprintf(stderr, "sbx: %s\n", message.c_str());
+  return kSbxFailed;
+}
+
+// Applies one "--flag value" on top of the policy; the error names the flag.
+Result<void> ApplyOverride(const std::string& flag, const std::string& value, Policy& policy) {
+  Limits& limits = policy.limits;
+  if (flag == "--timeout") {
+    auto seconds = ParseSeconds(value);
+    if (!seconds) return seconds.error().Context(flag);
+    limits.timeout_seconds = *seconds;
+  } else if (flag == "--memory") {
+    auto size = ParseSize(value);
+    if (!size) return size.error().Context(flag);
+    limits.memory_bytes = *size;
+  } else if (flag == "--pids" || flag == "--cpus") {
+    auto number = ParseSeconds(value);  // a plain non-negative decimal
+    if (!number) return InvalidInput(flag + ": \"" + value + "\" is not a number");
+    if (flag == "--cpus") {
+      limits.cpus = *number;
+    } else {
+      if (*number != static_cast<double>(static_cast<uint32_t>(*number)))
+        return InvalidInput(flag + ": \"" + value + "\" is not a whole number");
+      limits.pids = static_cast<uint32_t>(*number);
+    }
+  } else if (flag == "--network") {
+    if (value != "none" && value != "host") return InvalidInput("--network: use none or host, not \"" + value + "\"");
+    policy.network = value == "host" ? NetworkMode::kHost : NetworkMode::kNone;
+  } else if (flag == "--env") {
+    auto eq = value.find('=');
+    if (eq == std::string::npos) return InvalidInput("--env " + value + ": use KEY=VALUE");
+    std::string name = value.substr(0, eq);
+    SBX_TRY(ValidateEnvEntry("--env", name, value.substr(eq + 1)));
+    policy.env[name] = value.substr(eq + 1);
+  } else if (flag == "--allow-degraded") {
+    auto layer = ParseLayer(value);
+    if (!layer) return layer.error().Context(flag);
+    policy.allow_degraded.push_back(*layer);
+  } else {
+    return InvalidInput(flag + ": unknown flag; see `sbx run --help`");
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+void PrintRunUsage() {
+  std::fprintf(stderr,
+               "usage: sbx run [--policy FILE] [--workspace DIR] [--image DIR] [--timeout SECONDS]\n"
+               "               [--memory SIZE] [--pids N] [--cpus N] [--network none|host]\n"
+               "               [--env KEY=VALUE]... [--allow-degraded cgroup|seccomp]...\n"
+               "               [--stdin FILE|-] [--json] -- COMMAND [ARG...]\n");
+}
+
+int RunRunCommand(int argc, char** argv) {
+  RunFlags flags;
+  std::vector<std::pair<std::string, std::string>> overrides;
+  std::vector<std::string> command;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg == "--json") {
+      flags.json = true;
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") {
+      PrintRunUsage();
+      return 0;
+    }
+    if (arg.rfind("--", 0) != 0) break;  // the command starts here
+    std::string value;
+    auto eq = arg.find('=');
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return Refuse(flags.json, arg + ": needs a value");
+    }
+    if (arg == "--policy") flags.policy_file = value;
+    else if (arg == "--image") flags.image = value;
+    else if (arg == "--workspace") flags.workspace = value;
+    else if (arg == "--stdin") flags.stdin_path = value;
+    else overrides.emplace_back(arg, value);
+  }
+  for (; i < argc; ++i) command.emplace_back(argv[i]);
+  if (command.empty()) return Refuse(flags.json, "no command given; usage: sbx run [FLAGS] -- COMMAND [ARG...]");
+
+  RunSpec spec;
+  if (!flags.policy_file.empty()) {
+    auto policy = LoadPolicyFile(flags.policy_file);
+    if (!policy) return Refuse(flags.json, policy.error().ToString());
+    spec.policy = *policy;
+  }
+  for (const auto& [flag, value] : overrides) {
+    if (auto applied = ApplyOverride(flag, value, spec.policy); !applied)
+      return Refuse(flags.json, applied.error().ToString());
+  }
+  if (auto valid = ValidatePolicy(spec.policy); !valid) return Refuse(flags.json, valid.error().ToString());
+  if (spec.policy.network == NetworkMode::kHost)
+    std::fprintf(stderr, "sbx: warning: --network host: the sandbox shares this host's network\n");
+
+  if (flags.image.empty()) {
+    auto image = FindDefaultImage();
+    if (!image) return Refuse(flags.json, image.error().ToString());
+    flags.image = image->path;
+  }
+  spec.image_dir = flags.image;
+  spec.workspace_dir = flags.workspace;
+  spec.argv = command;
+  spec.pass_through_output = !flags.json;
+  UniqueFd stdin_file;
+  if (flags.stdin_path == "-") {
+    spec.stdin_fd = 0;
+  } else if (!flags.stdin_path.empty()) {
+    stdin_file.reset(::open(flags.stdin_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!stdin_file) return Refuse(flags.json, "--stdin " + flags.stdin_path + ": " + std::strerror(errno));
+    spec.stdin_fd = stdin_file.get();
+  }
+  // A closed or broken stdout must not kill sbx before it cleans up.
+  ::signal(SIGPIPE, SIG_IGN);
+
+  auto result = RunSandboxed(spec);
+  if (!result) return Refuse(flags.json, result.error().ToString());
+  if (flags.json) {
+    std::printf("%s\n", RunResultToJson(*result).c_str());
+  } else if (result->status == RunStatus::kSetupFailed) {
+    std::fprintf(stderr, "sbx: %s\n", result->setup_error.c_str());
+  } else if (result->status != RunStatus::kExited) {
+    std::fprintf(stderr, "sbx: %s\n", RunStatusName(result->status));
+  }
+  std::fflush(stdout);
+  return ExitCodeFor(*result);
+}
+
+}  // namespace sbx::cli

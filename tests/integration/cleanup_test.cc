@@ -1,0 +1,112 @@
+// Nothing outlives a run: processes, cgroups, temporary workspaces, host mounts.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "sandbox/workspace.h"
+#include "tests/integration/sandbox_fixture.h"
+
+namespace sbx::testing {
+namespace {
+
+std::vector<std::string> EntriesWithPrefix(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> found;
+  if (DIR* handle = ::opendir(dir.c_str())) {
+    while (struct dirent* entry = ::readdir(handle)) {
+      if (std::string(entry->d_name).rfind(prefix, 0) == 0) found.push_back(dir + "/" + entry->d_name);
+    }
+    ::closedir(handle);
+  }
+  return found;
+}
+
+// Cgroups named after `pid` in every hierarchy this process belongs to.
+std::vector<std::string> CgroupsOf(pid_t pid) {
+  std::vector<std::string> found;
+  std::ifstream cgroups("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cgroups, line)) {
+    auto first = line.find(':'), second = line.find(':', first + 1);
+    std::string controllers = line.substr(first + 1, second - first - 1);
+    std::string path = line.substr(second + 1);
+    if (controllers.rfind("name=", 0) == 0) continue;
+    std::string mount = controllers.empty() ? "/sys/fs/cgroup/unified" : "/sys/fs/cgroup/" + controllers;
+    if (controllers.empty() && ::access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0) mount = "/sys/fs/cgroup";
+    for (const std::string& parent : {mount + path, mount + path.substr(0, path.rfind('/'))}) {
+      auto entries = EntriesWithPrefix(parent, "sbx-" + std::to_string(pid) + "-");
+      found.insert(found.end(), entries.begin(), entries.end());
+    }
+  }
+  return found;
+}
+
+size_t HostMountCount() {
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  std::string line;
+  size_t count = 0;
+  while (std::getline(mountinfo, line)) ++count;
+  return count;
+}
+
+TEST(Cleanup, TwoHundredMixedRunsLeaveNothingBehind) {
+  auto state = StateDirectory();
+  ASSERT_TRUE(state) << state.error().ToString();
+  const std::string ws_prefix = "ws-" + std::to_string(::getpid()) + "-";
+  size_t mounts_before = HostMountCount();
+  Policy short_timeout;
+  short_timeout.limits.timeout_seconds = 0.3;
+  Policy small_memory;
+  small_memory.limits.memory_bytes = 16ull << 20;
+  int statuses[8] = {};
+  for (int i = 0; i < 200; ++i) {
+    RunResult result;
+    switch (i % 5) {
+      case 0: result = RunInSandbox({"/bin/true"}); break;
+      case 1: result = RunInSandbox({"/bin/sh", "-c", "sleep 1003 & exit 3"}); break;
+      case 2: result = RunInSandbox({"/bin/sh", "-c", "sleep 1003"}, short_timeout); break;
+      case 3: result = RunInSandbox({"/bin/sh", "-c", "head -c 64M /dev/zero | tail -c 1 > /dev/null; "
+                                                      "x=$(head -c 40000000 /dev/zero | tr '\\0' a); echo ${#x}"},
+                                    small_memory);
+        break;
+      case 4: result = RunInSandbox({"no-such-command"}); break;
+    }
+    statuses[static_cast<int>(result.status)]++;
+  }
+  EXPECT_EQ(statuses[static_cast<int>(RunStatus::kTimedOut)], 40);
+  EXPECT_EQ(statuses[static_cast<int>(RunStatus::kSetupFailed)], 0);
+  EXPECT_TRUE(HostProcessesWith("sleep 1003").empty());
+  EXPECT_TRUE(CgroupsOf(::getpid()).empty());
+  EXPECT_TRUE(EntriesWithPrefix(*state, ws_prefix).empty());
+  EXPECT_EQ(HostMountCount(), mounts_before);
+}
+
+TEST(Cleanup, KillingTheRunnerKillsTheSandbox) {
+  pid_t runner = ::fork();
+  if (runner == 0) {
+    ::execl(SBX_BINARY, SBX_BINARY, "run", "--", "/bin/sh", "-c", "sleep 1004 & sleep 1004", nullptr);
+    ::_exit(127);
+  }
+  for (int i = 0; i < 100 && HostProcessesWith("sleep 1004").size() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_GE(HostProcessesWith("sleep 1004").size(), 2u);
+  ::kill(runner, SIGKILL);
+  ::waitpid(runner, nullptr, 0);
+  for (int i = 0; i < 100 && !HostProcessesWith("sleep 1004").empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(HostProcessesWith("sleep 1004").empty());
+  // The next run removes the dead runner's cgroups and workspace.
+  RunInSandbox({"/bin/true"});
+  EXPECT_TRUE(CgroupsOf(runner).empty());
+  auto state = StateDirectory();
+  ASSERT_TRUE(state);
+  EXPECT_TRUE(EntriesWithPrefix(*state, "ws-" + std::to_string(runner) + "-").empty());
+}
+
+}  // namespace
+}  // namespace sbx::testing

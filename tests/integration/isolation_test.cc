@@ -1,0 +1,139 @@
+// What a sandboxed program can see and do, each probe also run on the host as the control.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "tests/integration/sandbox_fixture.h"
+
+namespace sbx::testing {
+namespace {
+
+bool Contains(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+TEST(Isolation, HostFilesOutsideImageAndWorkspaceAreInvisible) {
+  ScratchDir marker_dir;
+  std::string marker = marker_dir.path() + "/host-secret";
+  std::ofstream(marker) << "secret";
+  EXPECT_EQ(RunOnHost({"/bin/cat", marker}).output, "secret");  // control
+  RunResult inside = RunInSandbox({"/bin/sh", "-c", "cat " + marker + "; ls /root /home; cat /etc/shadow"});
+  EXPECT_FALSE(Contains(inside.stdout_data, "secret"));
+  EXPECT_TRUE(Contains(inside.stderr_data, "No such file or directory")) << inside.stderr_data;
+}
+
+TEST(Isolation, ImageIsReadOnlyForTheProgramAndWritesVanish) {
+  RunResult first = RunInSandbox({"/bin/sh", "-c",
+                                  "echo x > /usr/sbx-probe; echo $?; echo y > /tmp/sbx-probe; "
+                                  "cat /tmp/sbx-probe"});
+  EXPECT_EQ(first.stdout_data, "2\ny\n") << first.stderr_data;  // sh: 2 = redirection failed
+  EXPECT_TRUE(Contains(first.stderr_data, "Permission denied")) << first.stderr_data;
+  RunResult second = RunInSandbox({"/bin/sh", "-c", "ls /tmp /usr/sbx-probe"});
+  EXPECT_FALSE(Contains(second.stdout_data, "sbx-probe"));
+  EXPECT_EQ(::access((TestImage() + "/usr/sbx-probe").c_str(), F_OK), -1);
+}
+
+TEST(Isolation, NoHostProcessesVisible) {
+  // Control: the host shows this test's own process.
+  EXPECT_TRUE(Contains(RunOnHost({"/bin/ls", "/proc"}).output, std::to_string(::getpid())));
+  RunResult inside = RunInSandbox({"/bin/sh", "-c", "ls /proc | grep -E '^[0-9]+$' | sort -n | tr '\\n' ' '"});
+  // pid 1 (the init), the shell, and at most the pipeline's helpers: nothing from the host.
+  EXPECT_EQ(inside.stdout_data.rfind("1 ", 0), 0u) << inside.stdout_data;
+  EXPECT_FALSE(Contains(" " + inside.stdout_data, " " + std::to_string(::getpid()) + " "));
+  int count = 0;
+  for (char c : inside.stdout_data) count += c == ' ';
+  EXPECT_LE(count, 6) << inside.stdout_data;
+}
+
+TEST(Isolation, HostnameIsSandbox) {
+  EXPECT_EQ(RunInSandbox({"/bin/hostname"}).stdout_data, "sandbox\n");
+}
+
+TEST(Isolation, OnlyLoopbackAndNoRouteToHostListeners) {
+  // A listener on the host's loopback: reachable from the host, not from the sandbox.
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  socklen_t length = sizeof(address);
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length);
+  std::string port = std::to_string(ntohs(address.sin_port));
+  std::string connect = "import socket; s=socket.socket(); s.settimeout(2)\n"
+                        "try:\n s.connect(('127.0.0.1'," + port + ")); print('connected')\n"
+                        "except OSError as e: print('refused', e.errno)\n";
+  EXPECT_EQ(RunOnHost({"/usr/bin/python3", "-c", connect}).output, "connected\n");
+  RunResult inside = RunInSandbox({"/usr/bin/python3", "-c", connect});
+  EXPECT_EQ(inside.stdout_data, "refused 111\n") << inside.stderr_data;
+  RunResult interfaces = RunInSandbox({"/bin/sh", "-c", "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"});
+  EXPECT_EQ(interfaces.stdout_data, "lo\n");
+  ::close(listener);
+}
+
+TEST(Isolation, NoCapabilitiesAndNoNewPrivs) {
+  RunResult inside = RunInSandbox({"/bin/grep", "-E", "^(Cap|NoNewPrivs|Seccomp:|Uid|Gid)", "/proc/self/status"});
+  for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
+    EXPECT_TRUE(Contains(inside.stdout_data, std::string(set) + ":\t0000000000000000")) << set;
+  EXPECT_TRUE(Contains(inside.stdout_data, "NoNewPrivs:\t1"));
+  EXPECT_TRUE(Contains(inside.stdout_data, "Seccomp:\t2"));
+  EXPECT_TRUE(Contains(inside.stdout_data, "Uid:\t1000\t1000\t1000\t1000"));
+}
+
+TEST(Isolation, RunnerBinaryAndInitAreUnreachable) {
+  RunResult inside = RunInSandbox({"/bin/sh", "-c", "readlink /proc/1/exe; cat /proc/1/environ; echo end"});
+  EXPECT_EQ(inside.stdout_data, "end\n");
+  EXPECT_TRUE(Contains(inside.stderr_data, "Permission denied")) << inside.stderr_data;
+}
+
+TEST(Isolation, PrivilegedCallsAreDeniedButWorkOnTheHost) {
+  ScratchDir workspace;
+  StageProbe("escape_probe", workspace.path());
+  const std::vector<std::string> probes = {"mount", "umount", "unshare-user", "unshare-mount",
+                                           "setns", "ptrace", "bpf", "keyctl", "io_uring",
+                                           "pivot_root", "chroot", "perf_event_open", "fsopen",
+                                           "open_tree", "kexec_load", "init_module", "userfaultfd"};
+  std::vector<std::string> host_argv = {ProbePath("escape_probe")};
+  std::vector<std::string> sandbox_argv = {"/workspace/escape_probe"};
+  host_argv.insert(host_argv.end(), probes.begin(), probes.end());
+  sandbox_argv.insert(sandbox_argv.end(), probes.begin(), probes.end());
+  HostRun host = RunOnHost(host_argv);
+  RunResult inside = RunInSandbox(sandbox_argv, Policy{}, workspace.path());
+  ASSERT_EQ(inside.status, RunStatus::kExited) << inside.stderr_data;
+  for (const auto& probe : probes) {
+    // On the host the call reached the kernel: a harmless EFAULT/EBADF/..., a success, or
+    // ENOSYS where this kernel lacks the call. Inside, the filter's own answer differs from
+    // every one of those.
+    std::string expected = probe == "io_uring" ? " ENOSYS\n" : " EPERM\n";
+    EXPECT_FALSE(Contains(host.output, probe + expected)) << "host control: " << host.output;
+    EXPECT_TRUE(Contains(inside.stdout_data, probe + expected)) << inside.stdout_data;
+  }
+}
+
+TEST(Isolation, RunnerEnvironmentNeverPasses) {
+  ::setenv("SBX_TEST_API_KEY", "sk-should-never-leak", 1);
+  RunResult inside = RunInSandbox({"/usr/bin/env"});
+  ::unsetenv("SBX_TEST_API_KEY");
+  EXPECT_FALSE(Contains(inside.stdout_data, "sk-should-never-leak"));
+  EXPECT_TRUE(Contains(inside.stdout_data, "HOME=/workspace\n"));
+  EXPECT_TRUE(Contains(inside.stdout_data, "MPLBACKEND=Agg\n"));
+  Policy policy;
+  policy.env["GREETING"] = "hello";
+  EXPECT_TRUE(Contains(RunInSandbox({"/usr/bin/env"}, policy).stdout_data, "GREETING=hello\n"));
+}
+
+TEST(Isolation, StdinIsDevNullAndNoFdsLeak) {
+  int leaked = ::open("/etc/hostname", O_RDONLY);  // not CLOEXEC on purpose
+  ASSERT_GE(leaked, 0);
+  RunResult inside = RunInSandbox({"/bin/sh", "-c", "ls /proc/self/fd | tr '\\n' ' '; readlink /proc/self/fd/0"});
+  ::close(leaked);
+  EXPECT_EQ(inside.stdout_data, "0 1 2 3 /dev/null\n") << inside.stdout_data;  // 3: ls's own dir fd
+}
+
+}  // namespace
+}  // namespace sbx::testing

@@ -1,0 +1,110 @@
+// Integration-test helpers: real sandboxes, host controls, probe staging.
+#include "tests/integration/sandbox_fixture.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "sandbox/image.h"
+#include "sandbox/userns.h"
+#include "sandbox/workspace.h"
+
+namespace sbx::testing {
+
+std::string TestImage() {
+  if (const char* image = std::getenv("SBX_TEST_IMAGE"); image != nullptr && *image != '\0') return image;
+  auto image = FindDefaultImage();
+  if (!image) {
+    ADD_FAILURE() << "no image: " << image.error().ToString();
+    return "/nonexistent-image";
+  }
+  return image->path;
+}
+
+RunResult RunInSandbox(const std::vector<std::string>& argv, const Policy& policy,
+                       const std::string& workspace) {
+  RunSpec spec;
+  spec.policy = policy;
+  spec.argv = argv;
+  spec.image_dir = TestImage();
+  spec.workspace_dir = workspace;
+  auto result = RunSandboxed(spec);
+  if (!result) {
+    ADD_FAILURE() << "sbx refused: " << result.error().ToString();
+    return RunResult{};
+  }
+  return *result;
+}
+
+HostRun RunOnHost(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return {};
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    std::vector<char*> args;
+    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  HostRun run;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(fds[0], buffer, sizeof(buffer))) > 0) run.output.append(buffer, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run;
+}
+
+std::string ProbePath(const std::string& name) { return std::string(SBX_PROBE_DIR) + "/" + name; }
+
+void StageProbe(const std::string& name, const std::string& workspace) {
+  std::ifstream in(ProbePath(name), std::ios::binary);
+  ASSERT_TRUE(in) << "probe " << name << " not built";
+  std::string target = workspace + "/" + name;
+  {
+    std::ofstream out(target, std::ios::binary);
+    out << in.rdbuf();
+  }
+  ::chmod(target.c_str(), 0755);
+}
+
+ScratchDir::ScratchDir() {
+  std::string templ = "/var/tmp/sbx-itest-XXXXXX";
+  EXPECT_NE(::mkdtemp(templ.data()), nullptr);
+  path_ = templ;
+  // The sandbox user must be able to write here (root mode maps it to a reserved host id).
+  if (::geteuid() == 0) {
+    EXPECT_EQ(::chown(path_.c_str(), kRootModeHostId, kRootModeHostId), 0);
+  }
+}
+
+ScratchDir::~ScratchDir() { (void)RemoveTree(path_); }
+
+std::vector<int> HostProcessesWith(const std::string& token) {
+  std::vector<int> found;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return found;
+  while (struct dirent* entry = ::readdir(proc)) {
+    int pid = std::atoi(entry->d_name);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    if (text.find(token) != std::string::npos) found.push_back(pid);
+  }
+  ::closedir(proc);
+  return found;
+}
+
+}  // namespace sbx::testing

@@ -1,0 +1,48 @@
+// Shared helpers for integration tests: run a command in a real sandbox with the real image.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sandbox/launcher.h"
+
+namespace sbx::testing {
+
+// The image every integration test uses: $SBX_TEST_IMAGE, else the default image. A missing
+// image is a test failure (the README's test command builds it), never a skip.
+std::string TestImage();
+
+// Runs argv under `policy` (default policy when omitted); fails the test on an sbx error.
+RunResult RunInSandbox(const std::vector<std::string>& argv, const Policy& policy = Policy{},
+                       const std::string& workspace = "");
+
+struct HostRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+// Runs argv directly on the host, unsandboxed: the differential control of every probe.
+HostRun RunOnHost(const std::vector<std::string>& argv);
+
+// Path of a static probe binary built by tests/CMakeLists.txt.
+std::string ProbePath(const std::string& name);
+
+// Copies a probe into `workspace` so the sandbox can run it as /workspace/<name>.
+void StageProbe(const std::string& name, const std::string& workspace);
+
+// A fresh host directory, removed at the end of the test.
+class ScratchDir {
+ public:
+  ScratchDir();
+  ~ScratchDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Host processes whose command line contains `token` (to prove nothing survived).
+std::vector<int> HostProcessesWith(const std::string& token);
+
+}  // namespace sbx::testing

@@ -1,0 +1,37 @@
+// Unit tests for head-and-tail output capture.
+#include "sandbox/output_capture.h"
+
+#include <gtest/gtest.h>
+
+namespace sbx {
+namespace {
+
+TEST(OutputCapture, KeepsEverythingUnderTheCap) {
+  OutputCapture capture(16, -1);
+  capture.Append("hello ", 6);
+  capture.Append("world", 5);
+  EXPECT_FALSE(capture.truncated());
+  EXPECT_EQ(capture.Text(), "hello world");
+}
+
+TEST(OutputCapture, KeepsHeadAndTailWhenOverTheCap) {
+  OutputCapture capture(10, -1);
+  std::string data;
+  for (int i = 0; i < 100; ++i) data += static_cast<char>('a' + i % 26);
+  // Feed in odd-sized chunks so the ring wraps at different offsets.
+  for (size_t pos = 0; pos < data.size(); pos += 7) capture.Append(data.data() + pos, std::min<size_t>(7, data.size() - pos));
+  EXPECT_TRUE(capture.truncated());
+  EXPECT_EQ(capture.total_bytes(), 100u);
+  EXPECT_EQ(capture.Text(), data.substr(0, 5) + "\n[sbx: 90 bytes cut]\n" + data.substr(95));
+}
+
+TEST(OutputCapture, ChunkLargerThanTail) {
+  OutputCapture capture(8, -1);
+  std::string data(1000, 'x');
+  data += "TAIL";
+  capture.Append(data.data(), data.size());
+  EXPECT_EQ(capture.Text().substr(capture.Text().size() - 4), "TAIL");
+}
+
+}  // namespace
+}  // namespace sbx

@@ -1,0 +1,126 @@
+// Unit tests for the strict policy loader and validation.
+#include "sandbox/policy.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+namespace sbx {
+namespace {
+
+TEST(Policy, ShippedDefaultMatchesBuiltInDefaults) {
+  auto loaded = LoadPolicyFile(std::string(SBX_POLICY_DIR) + "/default.json");
+  ASSERT_TRUE(loaded) << loaded.error().ToString();
+  Policy defaults;
+  EXPECT_EQ(loaded->limits.memory_bytes, defaults.limits.memory_bytes);
+  EXPECT_EQ(loaded->limits.pids, defaults.limits.pids);
+  EXPECT_EQ(loaded->limits.cpus, defaults.limits.cpus);
+  EXPECT_EQ(loaded->limits.timeout_seconds, defaults.limits.timeout_seconds);
+  EXPECT_EQ(loaded->limits.output_bytes, defaults.limits.output_bytes);
+  EXPECT_EQ(loaded->limits.file_size_bytes, defaults.limits.file_size_bytes);
+  EXPECT_EQ(loaded->limits.open_files, defaults.limits.open_files);
+  EXPECT_EQ(loaded->network, NetworkMode::kNone);
+  EXPECT_TRUE(loaded->allow_degraded.empty());
+}
+
+TEST(Policy, StrictPolicyLoads) {
+  auto loaded = LoadPolicyFile(std::string(SBX_POLICY_DIR) + "/strict.json");
+  ASSERT_TRUE(loaded) << loaded.error().ToString();
+  EXPECT_EQ(loaded->limits.memory_bytes, 256ull << 20);
+  EXPECT_DOUBLE_EQ(loaded->limits.cpus, 0.5);
+}
+
+TEST(Policy, ReadsEveryField) {
+  auto policy = ParsePolicyJson(R"({"network": "host", "limits": {"memory": 104857600,
+      "pids": 32, "cpus": 0.5, "timeout": 2.5, "output": "4K", "file_size": "1M",
+      "open_files": 64, "rootfs_size": "16M", "tmp_size": "8M"},
+      "env": {"FOO": "bar"}, "allow_degraded": ["cgroup"]})");
+  ASSERT_TRUE(policy) << policy.error().ToString();
+  EXPECT_EQ(policy->network, NetworkMode::kHost);
+  EXPECT_EQ(policy->limits.memory_bytes, 100u << 20);
+  EXPECT_EQ(policy->limits.pids, 32u);
+  EXPECT_DOUBLE_EQ(policy->limits.timeout_seconds, 2.5);
+  EXPECT_EQ(policy->limits.output_bytes, 4096u);
+  EXPECT_EQ(policy->limits.tmp_size_bytes, 8u << 20);
+  EXPECT_EQ(policy->env.at("FOO"), "bar");
+  EXPECT_TRUE(policy->AllowsDegraded(Layer::kCgroup));
+  EXPECT_FALSE(policy->AllowsDegraded(Layer::kSeccomp));
+}
+
+// Each bad fixture is rejected, and the message names what is wrong.
+struct BadFixture {
+  const char* file;
+  const char* must_mention;
+};
+
+class BadPolicy : public ::testing::TestWithParam<BadFixture> {};
+
+TEST_P(BadPolicy, IsRejectedWithTheFieldNamed) {
+  const BadFixture& fixture = GetParam();
+  auto policy = LoadPolicyFile(std::string(SBX_TEST_DATA_DIR) + "/policies/" + fixture.file);
+  ASSERT_FALSE(policy) << fixture.file << " was accepted";
+  EXPECT_EQ(policy.error().code, ErrorCode::kInvalidInput);
+  EXPECT_NE(policy.error().message.find(fixture.must_mention), std::string::npos)
+      << fixture.file << ": " << policy.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, BadPolicy,
+    ::testing::Values(
+        BadFixture{"unknown_key.json", "limits.memroy: unknown key"},
+        BadFixture{"unknown_top_key.json", "netwrok: unknown key"},
+        BadFixture{"duplicate_key.json", "timeout: duplicate key"},
+        BadFixture{"truncated.json", "not valid JSON"},
+        BadFixture{"trailing_garbage.json", "not valid JSON"},
+        BadFixture{"comment.json", "not valid JSON"},
+        BadFixture{"bom.json", "byte-order mark"},
+        BadFixture{"invalid_utf8.json", "not valid JSON"},
+        BadFixture{"nul_in_string.json", "env.A"},
+        BadFixture{"memory_bool.json", "limits.memory: expected a size"},
+        BadFixture{"memory_null.json", "limits.memory: expected a size"},
+        BadFixture{"pids_fraction.json", "limits.pids: expected a non-negative whole number"},
+        BadFixture{"pids_negative.json", "limits.pids"},
+        BadFixture{"pids_string.json", "limits.pids"},
+        BadFixture{"pids_2_64.json", "limits.pids"},
+        BadFixture{"memory_1e309.json", "not valid JSON"},
+        BadFixture{"timeout_nan.json", "not valid JSON"},
+        BadFixture{"timeout_zero.json", "limits.timeout"},
+        BadFixture{"timeout_ten_years.json", "limits.timeout"},
+        BadFixture{"memory_one_byte.json", "limits.memory"},
+        BadFixture{"memory_above_ram.json", "limits.memory"},
+        BadFixture{"pids_one.json", "limits.pids"},
+        BadFixture{"nofile_three.json", "limits.open_files"},
+        BadFixture{"output_zero.json", "limits.output"},
+        BadFixture{"cpus_1000.json", "limits.cpus"},
+        BadFixture{"memory_hex.json", "limits.memory"},
+        BadFixture{"env_key_equals.json", "not a valid variable name"},
+        BadFixture{"env_key_empty.json", "not a valid variable name"},
+        BadFixture{"network_unknown.json", "network: expected \"none\" or \"host\""},
+        BadFixture{"degrade_userns.json", "allow_degraded[0]"},
+        BadFixture{"top_array.json", "(top level)"},
+        BadFixture{"empty.json", "not valid JSON"},
+        BadFixture{"deep_nesting.json", "nesting deeper than 16"}));
+
+TEST(Policy, RejectsOversizedDocument) {
+  std::string big = "{\"description\": \"" + std::string(2 << 20, 'x') + "\"}";
+  auto policy = ParsePolicyJson(big);
+  ASSERT_FALSE(policy);
+  EXPECT_NE(policy.error().message.find("at most 1 MiB"), std::string::npos);
+}
+
+TEST(Policy, MissingFileNamesThePath) {
+  auto policy = LoadPolicyFile("/nonexistent/policy.json");
+  ASSERT_FALSE(policy);
+  EXPECT_NE(policy.error().message.find("/nonexistent/policy.json"), std::string::npos);
+}
+
+TEST(Policy, EnvEntryValidation) {
+  EXPECT_TRUE(ValidateEnvEntry("env", "PYTHONPATH", "/workspace/lib"));
+  EXPECT_FALSE(ValidateEnvEntry("env", "1ABC", "x"));
+  EXPECT_FALSE(ValidateEnvEntry("env", "A", std::string(40000, 'x')));
+  EXPECT_FALSE(ValidateEnvEntry("env", "A", std::string("a\0b", 3)));
+}
+
+}  // namespace
+}  // namespace sbx
