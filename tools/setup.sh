@@ -1,0 +1,33 @@
+#!/bin/bash
+# Installs what sbx needs to build, test and run, from Debian's packages only. Idempotent and
+# quiet when everything is already there. Both README commands run it first.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake pkg-config libseccomp-dev libcap-dev nlohmann-json3-dev libgtest-dev
+  libcurl4-openssl-dev
+  # the image (rootfs/build-image.sh)
+  mmdebstrap arch-test uidmap zstd
+  # peers for the benchmark, and the cgroup v2 VM (tools/vm)
+  bubblewrap qemu-system-x86 linux-image-amd64 busybox-static
+  # the host side of the differential tests (the same Python stack as the image)
+  python3 python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pytest
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
+  [[ $status == "install ok installed" ]] || missing+=("$package")
+done
+((${#missing[@]} == 0)) && exit 0
+
+if ((EUID != 0)); then
+  echo "setup: missing Debian packages: ${missing[*]}" >&2
+  echo "setup: install them with: sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+  exit 1
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
