@@ -45,6 +45,10 @@ configure_matplotlib() {
   chroot "$root" env -i PATH=/usr/bin:/bin HOME=/nonexistent MPLCONFIGDIR="$cache" \
     /usr/bin/python3 -c 'import matplotlib.pyplot'
   chmod -R a+rX,go-w "$root$cache"
+  # matplotlib ignores a config dir it cannot write (os.access W_OK) and rebuilds the font
+  # cache in a temp dir on every run. Sticky and world-writable, like /tmp, the directory is
+  # writable through the sandbox's overlay while the pre-built cache file stays root's.
+  chmod 1777 "$root$cache"
 }
 
 set_hostname() {

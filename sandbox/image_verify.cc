@@ -9,8 +9,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "sandbox/image.h"
 #include "sandbox/unique_fd.h"
@@ -68,10 +70,10 @@ class TreeWalker {
   TreeWalker(const std::string& image, const VerifyOptions& options)
       : image_(image), options_(options) {}
 
-  Result<void> Walk(int root_fd, const struct stat& root_st) {
+  Result<void> Walk(UniqueFd root_fd, const struct stat& root_st) {
     root_dev_ = root_st.st_dev;
     Check("/", root_st);
-    return WalkDir(root_fd, "", 0);
+    return WalkDir(std::move(root_fd), "", 0);
   }
 
   uint64_t entries() const { return entries_; }
@@ -92,9 +94,8 @@ class TreeWalker {
     if (problems_++ == 0) first_problem_ = rel + " " + problem;
   }
 
-  // Walks the directory open as `dir_fd` (taking ownership), whose path in the image is `rel`.
-  Result<void> WalkDir(int dir_fd, const std::string& rel, int depth) {
-    UniqueFd owned(dir_fd);
+  // Walks the directory open as `owned`, whose path in the image is `rel`.
+  Result<void> WalkDir(UniqueFd owned, const std::string& rel, int depth) {
     if (depth > kMaxDepth) {
       return InvalidInput("image " + image_ + ": " + rel + " is nested deeper than " +
                           std::to_string(kMaxDepth) + " directories");
@@ -119,16 +120,15 @@ class TreeWalker {
       }
       Check(child, st);
       if (!S_ISDIR(st.st_mode) || st.st_dev != root_dev_) continue;
-      int child_fd = openat(fd, entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (child_fd < 0) return SysError(ErrorCode::kIo, "openat(" + image_ + child + ")");
+      UniqueFd child_fd(openat(fd, entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!child_fd) return SysError(ErrorCode::kIo, "openat(" + image_ + child + ")");
       struct stat opened;
-      if (fstat(child_fd, &opened) != 0 || opened.st_ino != st.st_ino ||
+      if (fstat(child_fd.get(), &opened) != 0 || opened.st_ino != st.st_ino ||
           opened.st_dev != st.st_dev) {
-        close(child_fd);
         return MakeError(ErrorCode::kIo,
                          "image " + image_ + ": " + child + " changed while it was being verified");
       }
-      SBX_TRY(WalkDir(child_fd, child, depth + 1));
+      SBX_TRY(WalkDir(std::move(child_fd), child, depth + 1));
     }
   }
 
@@ -201,7 +201,7 @@ Result<VerifyStats> VerifyImageTree(const std::string& path, const VerifyOptions
   auto root = OpenImageRoot(path, &st);
   if (!root) return root.error();
   TreeWalker walker(path, options);
-  SBX_TRY(walker.Walk(root->release(), st));
+  SBX_TRY(walker.Walk(std::move(*root), st));
   SBX_TRY(walker.Verdict());
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   return VerifyStats{walker.entries(), elapsed.count()};
