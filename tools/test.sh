@@ -25,5 +25,5 @@ step "unit tests under ASan + UBSan"
 SBX_BUILD_DIR=$root/build-asan tools/build.sh -DSBX_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/tests/sbx_unit_tests --gtest_brief=1
 step "cgroup v2 tests in a VM (qemu TCG, Debian kernel, cgroup2 with memory+pids+cpu)"
-tools/vm/run-in-cgroup2-vm.sh --timeout 1500 -- "$root/build/tests/sbx_cgroup2_vm_tests.sh"
+tools/vm/run-in-cgroup2-vm.sh --timeout 1500 -- "$root/tests/cgroup2_vm_suite.sh"
 step "all tests passed"
