@@ -68,7 +68,7 @@ const WorkloadSpec kWorkloads[] = {
 
 constexpr int kWarmupRounds = 2;
 // Children get this environment, not ours: a PATH shim (pyenv) would otherwise tax bare only.
-constexpr char kChildPath[] = "/usr/local/bin:/usr/bin:/bin";
+constexpr char kChildPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 constexpr char kFallbackImage[] = "/var/tmp/sbxdev/root";
 
 struct Options {
