@@ -152,7 +152,10 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
 
   // 3. The cgroup, or rlimits when the policy accepts losing it.
   std::optional<RunCgroup> cgroup;
-  auto created = RunCgroup::CreateInParent(NewRunId(), policy.limits, spec.cgroup_options);
+  const CgroupOptions& cgroup_options = spec.cgroup_options;
+  auto created = cgroup_options.try_v2 || cgroup_options.try_v1
+                     ? RunCgroup::CreateInParent(NewRunId(), policy.limits, cgroup_options)
+                     : Result<RunCgroup>(MakeError(ErrorCode::kUnavailable, "cgroups turned off (--cgroup none)"));
   if (created) {
     cgroup = std::move(*created);
   } else if (created.error().code == ErrorCode::kUnavailable && policy.AllowsDegraded(Layer::kCgroup)) {

@@ -52,7 +52,7 @@ const ConfigSpec kDefaultConfigs[] = {
      " --chdir /workspace --clearenv --setenv PATH /usr/local/bin:/usr/bin:/bin"
      " --setenv HOME /workspace --setenv MPLCONFIGDIR /workspace/.mplconfig --"},
     {"sbx", "{sbx} run --image {image} --"},
-    {"sbx-no-cgroup", "{sbx} run --image {image} --allow-degraded cgroup --no-cgroup --"},
+    {"sbx-rlimits", "{sbx} run --image {image} --allow-degraded cgroup --cgroup none --"},
 };
 
 struct WorkloadSpec {

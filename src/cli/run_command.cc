@@ -70,6 +70,10 @@ Result<void> ApplyOverride(const std::string& flag, const std::string& value, Po
     std::string name = value.substr(0, eq);
     SBX_TRY(ValidateEnvEntry("--env", name, value.substr(eq + 1)));
     policy.env[name] = value.substr(eq + 1);
+  } else if (flag == "--cgroup") {
+    // Parsed here only for the error; RunRunCommand applies it to the CgroupOptions.
+    if (value != "auto" && value != "v2" && value != "v1" && value != "none")
+      return InvalidInput("--cgroup: use auto, v2, v1 or none, not \"" + value + "\"");
   } else if (flag == "--allow-degraded") {
     auto layer = ParseLayer(value);
     if (!layer) return layer.error().Context(flag);
@@ -87,6 +91,7 @@ void PrintRunUsage() {
                "usage: sbx run [--policy FILE] [--workspace DIR] [--image DIR] [--timeout SECONDS]\n"
                "               [--memory SIZE] [--pids N] [--cpus N] [--network none|host]\n"
                "               [--env KEY=VALUE]... [--allow-degraded cgroup|seccomp]...\n"
+               "               [--cgroup auto|v2|v1|none]\n"
                "               [--stdin FILE|-] [--json] -- COMMAND [ARG...]\n");
 }
 
@@ -138,6 +143,11 @@ int RunRunCommand(int argc, char** argv) {
   for (const auto& [flag, value] : overrides) {
     if (auto applied = ApplyOverride(flag, value, spec.policy); !applied)
       return Refuse(flags.json, applied.error().ToString());
+  }
+  for (const auto& [flag, value] : overrides) {
+    if (flag != "--cgroup") continue;
+    spec.cgroup_options.try_v2 = value == "auto" || value == "v2";
+    spec.cgroup_options.try_v1 = value == "auto" || value == "v1";
   }
   if (auto valid = ValidatePolicy(spec.policy); !valid) return Refuse(flags.json, valid.error().ToString());
   if (spec.policy.network == NetworkMode::kHost)
