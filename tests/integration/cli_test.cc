@@ -1,0 +1,116 @@
+// The `sbx` command-line contract: exit codes, --json, refusals that create nothing.
+#include <dirent.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sandbox/workspace.h"
+#include "tests/integration/sandbox_fixture.h"
+
+namespace sbx::testing {
+namespace {
+
+HostRun Sbx(std::vector<std::string> args) {
+  args.insert(args.begin(), SBX_BINARY);
+  return RunOnHost(args);
+}
+
+size_t EntryCount(const std::string& dir) {
+  size_t count = 0;
+  if (DIR* handle = ::opendir(dir.c_str())) {
+    while (::readdir(handle) != nullptr) ++count;
+    ::closedir(handle);
+  }
+  return count;
+}
+
+TEST(Cli, PassesOutputAndExitCodeThrough) {
+  HostRun run = Sbx({"run", "--", "/bin/sh", "-c", "echo hello; exit 9"});
+  EXPECT_EQ(run.exit_code, 9);
+  EXPECT_EQ(run.output, "hello\n");
+}
+
+TEST(Cli, JsonPrintsOneObjectWithTheContractFields) {
+  HostRun run = Sbx({"run", "--json", "--timeout", "0.5", "--", "/bin/sleep", "5"});
+  EXPECT_EQ(run.exit_code, 124);
+  auto json = nlohmann::json::parse(run.output);  // stdout holds the object and nothing else
+  EXPECT_EQ(json["status"], "timed_out");
+  EXPECT_EQ(json["exit_code"], 124);
+  EXPECT_TRUE(json["degraded"].empty());
+  EXPECT_EQ(json["enforcement"]["seccomp"], "seccomp_bpf");
+}
+
+TEST(Cli, MissingCommandIs127AndSignalIs128PlusN) {
+  EXPECT_EQ(Sbx({"run", "--", "definitely-not-here"}).exit_code, 127);
+  EXPECT_EQ(Sbx({"run", "--", "/bin/sh", "-c", "kill -KILL $$"}).exit_code, 137);
+}
+
+struct BadInvocation {
+  std::vector<std::string> args;
+  const char* must_mention;
+};
+
+TEST(Cli, BadInputIsRefusedWith125AndCreatesNothing) {
+  auto state = StateDirectory();
+  ASSERT_TRUE(state);
+  size_t before = EntryCount(*state);
+  ScratchDir dir;
+  std::string bad_policy = dir.path() + "/bad.json";
+  {
+    std::ofstream(bad_policy) << R"({"limits": {"memroy_mb": 512}})";
+  }
+  const std::vector<BadInvocation> cases = {
+      {{"run", "--memory", "-1", "--", "true"}, "--memory"},
+      {{"run", "--memory", "1T", "--", "true"}, "limits.memory"},
+      {{"run", "--timeout", "0", "--", "true"}, "limits.timeout"},
+      {{"run", "--pids", "1.5", "--", "true"}, "--pids"},
+      {{"run", "--network", "bridge", "--", "true"}, "--network"},
+      {{"run", "--env", "NOEQUALS", "--", "true"}, "--env"},
+      {{"run", "--bogus", "1", "--", "true"}, "--bogus"},
+      {{"run", "--policy", bad_policy, "--", "true"}, "limits.memroy_mb: unknown key"},
+      {{"run", "--workspace", "relative/dir", "--", "true"}, "absolute path"},
+      {{"run", "--workspace", "/proc", "--", "true"}, "system directories"},
+      {{"run", "--workspace", "/", "--", "true"}, "too broad"},
+      {{"run", "--image", "/usr", "--", "true"}, "sbx image build"},
+      {{"run", "--"}, "no command"},
+      {{"frobnicate"}, "unknown command"},
+  };
+  for (const auto& bad : cases) {
+    HostRun run = Sbx(bad.args);
+    EXPECT_EQ(run.exit_code, 125) << bad.must_mention << ": " << run.output;
+    EXPECT_NE(run.output.find(bad.must_mention), std::string::npos) << run.output;
+  }
+  EXPECT_EQ(EntryCount(*state), before);
+}
+
+TEST(Cli, OversizedArgumentIsRefusedBeforeAnythingIsCreated) {
+  // Above the kernel's per-argument limit the CLI could not even be started with it, so the
+  // library call is the place to check.
+  RunSpec spec;
+  spec.argv = {"/bin/echo", std::string(200000, 'a')};
+  spec.image_dir = TestImage();
+  auto result = RunSandboxed(spec);
+  ASSERT_FALSE(result);
+  EXPECT_NE(result.error().message.find("128 KiB"), std::string::npos) << result.error().message;
+}
+
+TEST(Cli, NetworkHostIsLoudAndShared) {
+  HostRun run = Sbx({"run", "--network", "host", "--", "/bin/sh", "-c", "tail -n +3 /proc/net/dev | wc -l"});
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_NE(run.output.find("warning: --network host"), std::string::npos);
+}
+
+TEST(Cli, DoctorSaysThisHostCanRunSbx) {
+  HostRun run = Sbx({"doctor", "--json"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  auto json = nlohmann::json::parse(run.output);
+  EXPECT_TRUE(json["can_run_safely"]);
+  EXPECT_TRUE(json["features"]["user_namespaces"]["available"]);
+  EXPECT_TRUE(json["features"]["seccomp"]["available"]);
+}
+
+}  // namespace
+}  // namespace sbx::testing
