@@ -74,6 +74,16 @@ void DropPrivileges(const ChildPlan& plan) {
   ::_exit(exec_errno == ENOENT ? 127 : 126);
 }
 
+// One message from the parent (SOCK_SEQPACKET: one read per message). False on EOF.
+bool WaitForParent(int sync_fd) {
+  char message = 0;
+  ssize_t got;
+  do {
+    got = ::read(sync_fd, &message, 1);
+  } while (got < 0 && errno == EINTR);
+  return got == 1;
+}
+
 }  // namespace
 
 void ChildPlan::Seal() {
@@ -87,15 +97,10 @@ void ChildPlan::Seal() {
 
 void SandboxChildMain(const ChildPlan& plan) {
   const int sync_fd = plan.sync_fd;
-  // 6. Die with the runner. The parent's "go" byte arrives after the id maps and the cgroup
-  //    placement; EOF instead means the runner is gone.
+  // 6. Die with the runner. The parent's "ids mapped" message comes first; EOF instead means
+  //    the runner is gone.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
-  char go = 0;
-  ssize_t got;
-  do {
-    got = ::read(sync_fd, &go, 1);
-  } while (got < 0 && errno == EINTR);
-  if (got != 1) ::_exit(125);
+  if (!WaitForParent(sync_fd)) ::_exit(125);
   ChildStep step = ChildStep::kMountImage;
   MountSources sources;
   if (int err = OpenMountSourcesInChild(plan.mounts, &sources, &step)) FailSetup(sync_fd, step, err);
@@ -103,8 +108,6 @@ void SandboxChildMain(const ChildPlan& plan) {
   // unmapped one fails with EOVERFLOW): the namespace's root in root mode, else 1000, the
   // only id mapped. Leaving the unmapped host root keeps the namespace capabilities.
   if (int err = SwitchToSetupIds(plan.root_mode)) FailSetup(sync_fd, ChildStep::kSetIds, err);
-  // 7. A cgroup namespace rooted at the run's cgroup (the child is inside it by now).
-  if (::unshare(CLONE_NEWCGROUP) != 0) FailSetup(sync_fd, ChildStep::kCgroupNamespace, errno);
   // 8-12. The mount tree and pivot_root.
   if (int err = ApplyMountsInChild(plan.mounts, sources, &step)) FailSetup(sync_fd, step, err);
   // 13. Hostname and loopback.
@@ -112,6 +115,11 @@ void SandboxChildMain(const ChildPlan& plan) {
   if (plan.set_up_loopback) {
     if (int err = BringUpLoopbackInChild()) FailSetup(sync_fd, ChildStep::kLoopback, err);
   }
+  // 7. On cgroup v1 the parent moves this process into the run's cgroups while the steps
+  //    above run (a move waits for an RCU grace period, ~13 ms); nothing of the program runs
+  //    before "cgroup placed" arrives. Then a cgroup namespace rooted at the run's cgroup.
+  if (!WaitForParent(sync_fd)) ::_exit(125);
+  if (::unshare(CLONE_NEWCGROUP) != 0) FailSetup(sync_fd, ChildStep::kCgroupNamespace, errno);
   // 14. Fork the program with SIGCHLD already blocked, so the init misses no exit.
   int signal_fd = BlockInitSignals();
   if (signal_fd < 0) FailSetup(sync_fd, ChildStep::kInitSignals, -signal_fd);

@@ -110,7 +110,12 @@ Result<ImageInfo> FindDefaultImageIn(const std::string& cache_dir) {
     return MakeError(ErrorCode::kUnavailable, "the default image " + id + " is missing from " +
                                                   cache_dir + "; " + kBuildHint);
   }
-  return MakeInfo(cache_dir, id);
+  // Every `sbx run` passes here: the metadata (a JSON parse, milliseconds) is for `image ls`.
+  ImageInfo info;
+  info.id = id;
+  info.path = cache_dir + "/" + id;
+  info.is_default = true;
+  return info;
 }
 
 Result<ImageInfo> FindDefaultImage() {

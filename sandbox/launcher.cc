@@ -227,19 +227,21 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   out_pipe->write.reset();
   err_pipe->write.reset();
 
-  // 5. Id maps, v1 cgroup placement, then "go". On failure the child is killed and reaped.
+  // 5. Id maps, "ids mapped", v1 cgroup placement, "cgroup placed". On failure the child is
+  //    killed and reaped.
   auto abort_child = [&](const Error& error) -> Error {
     ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
     return error;
   };
+  auto tell_child = [&](char message) { return ::write(sync_parent.get(), &message, 1) == 1; };
   if (auto maps = WriteIdMapsInParent(pid, *mapping); !maps) return abort_child(maps.error().Context("user namespace"));
+  if (!tell_child('i')) return abort_child(SysError(ErrorCode::kSetupFailed, "sync write"));
   if (cgroup && cgroup->CloneIntoFd() < 0) {
     if (auto added = cgroup->AddProcessInParent(pid); !added) return abort_child(added.error().Context("cgroup"));
   }
-  char go = 'g';
-  if (::write(sync_parent.get(), &go, 1) != 1) return abort_child(SysError(ErrorCode::kSetupFailed, "sync write"));
+  if (!tell_child('c')) return abort_child(SysError(ErrorCode::kSetupFailed, "sync write"));
 
   // 21-22. Supervise, reap, account, clean up.
   OutputCapture out(policy.limits.output_bytes, spec.pass_through_output ? 1 : -1);

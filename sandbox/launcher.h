@@ -7,10 +7,13 @@
 //   2. Compile (or reuse) the seccomp program; prepare capabilities, rlimits, mounts, env.
 //   3. Create the run's cgroup (v2, else v1, else rlimits if the policy allows degrading).
 //   4. clone3(CLONE_NEWUSER|NEWNS|NEWPID|NEWUTS|NEWIPC[|NEWNET]|PIDFD[|INTO_CGROUP]).
-//   5. Write the id maps; v1: move the child into its cgroups; send "go".
+//   5. Write the id maps, send "ids mapped"; v1: move the child into its cgroups (this
+//      overlaps with the child's steps 8-12); send "cgroup placed".
 //  Child (pid 1 of the new pid namespace, capabilities only inside its user namespace)
-//   6. Parent-death signal; wait for "go".
-//   7. unshare(CLONE_NEWCGROUP) so the run's cgroup is its root.
+//   6. Parent-death signal; wait for "ids mapped"; re-open image and workspace; take the
+//      setup ids.
+//   7. (after 12) wait for "cgroup placed"; unshare(CLONE_NEWCGROUP) so the run's cgroup is
+//      its root. Nothing of the program runs before.
 //   8. Private propagation; scratch tmpfs; image bound as the overlay's lower layer.
 //   9. Overlay root; workspace bound at /workspace.
 //  10. /proc with masked entries; minimal /dev; /tmp tmpfs.
