@@ -16,12 +16,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "sandbox/unique_fd.h"
+
+#ifndef SBX_SECCOMP_NO_PREBUILT
+#include "seccomp_prebuilt.inc"  // kPrebuiltDefaultFilter[], generated at build time
+#endif
 
 namespace sbx {
 namespace {
@@ -306,6 +311,10 @@ sock_fprog SeccompProgram::AsFprog() const {
                     const_cast<sock_filter*>(instructions.data())};
 }
 
+Result<std::unique_ptr<SeccompProgram>> CompileSeccompProgramUncached(const SeccompOptions& options) {
+  return Compile(options);
+}
+
 Result<const SeccompProgram*> CompileSeccompProgram(const SeccompOptions& options) {
   static std::mutex mutex;
   static auto* const cache =
@@ -314,6 +323,17 @@ Result<const SeccompProgram*> CompileSeccompProgram(const SeccompOptions& option
   for (const auto& [cached_options, program] : *cache) {
     if (cached_options == options) return static_cast<const SeccompProgram*>(program.get());
   }
+#ifndef SBX_SECCOMP_NO_PREBUILT
+  // The default filter was compiled by this same table and libseccomp at build time
+  // (sandbox/gen/seccomp_gen.cc): each CLI start saves the ~1 ms compile. A unit test checks
+  // it equals a fresh compile.
+  if (options == SeccompOptions{}) {
+    auto prebuilt = std::make_unique<SeccompProgram>();
+    prebuilt->instructions.assign(std::begin(kPrebuiltDefaultFilter), std::end(kPrebuiltDefaultFilter));
+    cache->emplace_back(options, std::move(prebuilt));
+    return static_cast<const SeccompProgram*>(cache->back().second.get());
+  }
+#endif
   auto program = Compile(options);
   if (!program) return program.error();
   cache->emplace_back(options, std::move(*program));

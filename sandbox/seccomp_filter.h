@@ -30,6 +30,7 @@
 
 #include <linux/filter.h>
 
+#include <memory>
 #include <vector>
 
 #include "sandbox/error.h"
@@ -52,6 +53,10 @@ struct SeccompProgram {
 // Compiles (or returns the cached) filter for `options`. Thread-safe. Fails, naming the row,
 // if the rule table names a syscall libseccomp does not know; never skips a rule.
 Result<const SeccompProgram*> CompileSeccompProgram(const SeccompOptions& options);
+
+// Compiles with libseccomp, bypassing the cache and the build-time program (for the build-time
+// generator and the test that checks the embedded program is current).
+Result<std::unique_ptr<SeccompProgram>> CompileSeccompProgramUncached(const SeccompOptions& options);
 
 // Installs `program` for all threads of the calling process. Requires no_new_privs (or
 // CAP_SYS_ADMIN). Async-signal-safe. Returns 0 or the errno of seccomp(2); EBUSY when TSYNC

@@ -231,3 +231,23 @@ TEST(SeccompFilter, Clone3AndIoUringAnswerEnosys) {
 
 }  // namespace
 }  // namespace sbx
+
+namespace sbx {
+namespace {
+
+// The program embedded at build time must be exactly what libseccomp makes of the table now.
+TEST(SeccompPrebuilt, EqualsAFreshCompile) {
+  auto fresh = CompileSeccompProgramUncached(SeccompOptions{});
+  ASSERT_TRUE(fresh) << fresh.error().ToString();
+  auto embedded = CompileSeccompProgram(SeccompOptions{});
+  ASSERT_TRUE(embedded);
+  ASSERT_EQ((*embedded)->instructions.size(), (*fresh)->instructions.size());
+  for (size_t i = 0; i < (*fresh)->instructions.size(); ++i) {
+    const sock_filter& a = (*embedded)->instructions[i];
+    const sock_filter& b = (*fresh)->instructions[i];
+    EXPECT_TRUE(a.code == b.code && a.jt == b.jt && a.jf == b.jf && a.k == b.k) << "instruction " << i;
+  }
+}
+
+}  // namespace
+}  // namespace sbx
