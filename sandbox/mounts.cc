@@ -189,6 +189,11 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
   }
   if (::mount(image_source, "lower", nullptr, MS_BIND | MS_REC, nullptr) != 0)
     return Fail(ChildStep::kMountImage, failed_step);
+  // Overlay never writes its lower layer; read-only, nosuid, nodev make that hold regardless.
+  if (int err = BindRemount("lower", MS_RDONLY | kSafe)) {
+    errno = err;
+    return Fail(ChildStep::kMountImage, failed_step);
+  }
   if (::mount("overlay", "root", "overlay", kSafe, plan.overlay_options.c_str()) != 0)
     return Fail(ChildStep::kMountOverlay, failed_step);
   if (::mount(workspace_source, "root/workspace", nullptr, MS_BIND, nullptr) != 0)
