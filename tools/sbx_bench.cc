@@ -51,6 +51,9 @@ const ConfigSpec kDefaultConfigs[] = {
      " --ro-bind {image} / --proc /proc --dev /dev --tmpfs /tmp --bind {ws} /workspace"
      " --chdir /workspace --clearenv --setenv PATH /usr/local/bin:/usr/bin:/bin"
      " --setenv HOME /workspace --setenv MPLCONFIGDIR /workspace/.mplconfig --"},
+    // The kernel floor: the same six namespaces, nothing else (the host's root, no limits).
+    {"unshare", "unshare --user --map-user=1000 --map-group=1000 --mount --pid --fork --net --ipc"
+     " --uts --"},
     {"sbx", "{sbx} run --image {image} --"},
     {"sbx-rlimits", "{sbx} run --image {image} --allow-degraded cgroup --cgroup none --"},
 };
