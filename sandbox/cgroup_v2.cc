@@ -93,6 +93,10 @@ Result<void> WriteLimits(const std::string& dir, const Limits& limits) {
   SBX_TRY(WriteSmallFile(dir + "/memory.max", std::to_string(limits.memory_bytes)));
   // Swap would let the payload exceed memory.max unnoticed; absent when swap accounting is off.
   if (PathExists(dir + "/memory.swap.max")) SBX_TRY(WriteSmallFile(dir + "/memory.swap.max", "0"));
+  // An OOM kills the whole run, not the one process the kernel picks: a tree with a member
+  // missing (a test runner without its worker, a shell without its pipeline) would go on
+  // running in an undefined state.
+  SBX_TRY(WriteSmallFile(dir + "/memory.oom.group", "1"));
   SBX_TRY(WriteSmallFile(dir + "/pids.max", std::to_string(limits.pids)));
   SBX_TRY(WriteSmallFile(dir + "/cpu.max", CpuMax(limits.cpus)));
   return Ok{};

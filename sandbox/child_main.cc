@@ -98,7 +98,11 @@ void ChildPlan::Seal() {
 void SandboxChildMain(const ChildPlan& plan) {
   const int sync_fd = plan.sync_fd;
   // 6. Die with the runner. The parent's "ids mapped" message comes first; EOF instead means
-  //    the runner is gone.
+  //    the runner is gone. The parent-death signal alone is not enough: in root mode the id
+  //    switches below clear it, and a runner that dies before the init re-arms it goes
+  //    unnoticed. Holding only our end of the socket makes the runner's death visible as a
+  //    hang-up, which the init polls for.
+  ::close(plan.parent_sync_fd);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
   if (!WaitForParent(sync_fd)) ::_exit(125);
   ChildStep step = ChildStep::kMountImage;

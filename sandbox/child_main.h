@@ -15,6 +15,9 @@ namespace sbx {
 
 struct ChildPlan {
   int sync_fd = -1;  // the child's end of the SOCK_SEQPACKET sync socket (CLOEXEC)
+  // The runner's end, inherited through clone(). The child closes it first, so that EOF or
+  // a hang-up on sync_fd means the runner is gone.
+  int parent_sync_fd = -1;
   int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;

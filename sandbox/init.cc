@@ -30,6 +30,10 @@ void SignalEveryone(int signal) {
 
 [[noreturn]] void KillEveryoneAndExit(int sync_fd, bool report, int program_status) {
   SignalEveryone(SIGKILL);
+  // With nothing to report, exiting is the surer kill: the kernel then SIGKILLs the whole
+  // namespace. kill(-1) from this unprivileged init fails with EPERM on a program still in
+  // its setup under another uid (root mode), and waiting for it would hang.
+  if (!report) ::_exit(0);
   while (::waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
   }
   if (report) SendChildReport(sync_fd, ReportKind::kProgramEnded, ChildStep::kExec, 0, program_status);

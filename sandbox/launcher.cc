@@ -196,6 +196,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   }
 
   plan.sync_fd = sync_child.get();
+  plan.parent_sync_fd = sync_parent.get();
   plan.stdin_fd = stdin_fd;
   plan.stdout_fd = out_pipe->write.get();
   plan.stderr_fd = err_pipe->write.get();

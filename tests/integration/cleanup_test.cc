@@ -92,17 +92,19 @@ TEST(Cleanup, KillingTheRunnerKillsTheSandbox) {
     ::execl(SBX_BINARY, SBX_BINARY, "run", "--", "/bin/sh", "-c", "sleep 1004 & sleep 1004", nullptr);
     ::_exit(127);
   }
-  for (int i = 0; i < 100 && HostProcessesWith("sleep 1004").size() < 2; ++i)
+  const int polls = static_cast<int>(100 * WallClockScale());  // of 50 ms each
+  for (int i = 0; i < polls && HostProcessesWith("sleep 1004").size() < 2; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ASSERT_GE(HostProcessesWith("sleep 1004").size(), 2u);
   ::kill(runner, SIGKILL);
   ::waitpid(runner, nullptr, 0);
-  for (int i = 0; i < 100 && !HostProcessesWith("sleep 1004").empty(); ++i)
+  for (int i = 0; i < polls && !HostProcessesWith("sleep 1004").empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_TRUE(HostProcessesWith("sleep 1004").empty());
   // The next run removes the dead runner's cgroups and workspace.
   RunInSandbox({"/bin/true"});
   EXPECT_TRUE(CgroupsOf(runner).empty());
+  EXPECT_TRUE(CgroupsOf(::getpid()).empty()) << "this process's own runs left a cgroup";
   auto state = StateDirectory();
   ASSERT_TRUE(state);
   EXPECT_TRUE(EntriesWithPrefix(*state, "ws-" + std::to_string(runner) + "-").empty());

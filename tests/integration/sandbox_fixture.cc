@@ -107,4 +107,11 @@ std::vector<int> HostProcessesWith(const std::string& token) {
   return found;
 }
 
+bool InCgroup2Vm() {
+  const char* in_vm = std::getenv("SBX_IN_CGROUP2_VM");
+  return in_vm != nullptr && std::string(in_vm) == "1";
+}
+
+double WallClockScale() { return InCgroup2Vm() ? 10.0 : 1.0; }
+
 }  // namespace sbx::testing

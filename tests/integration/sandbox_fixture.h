@@ -45,4 +45,12 @@ class ScratchDir {
 // Host processes whose command line contains `token` (to prove nothing survived).
 std::vector<int> HostProcessesWith(const std::string& token);
 
+// True inside tools/vm's cgroup v2 VM (SBX_IN_CGROUP2_VM=1), where v2 must be used.
+bool InCgroup2Vm();
+
+// How much longer than on a native host wall-clock bounds may take: 10 in the VM, which
+// emulates the CPU with TCG (10-20 times slower), else 1. Scale slack, never the limit
+// under test.
+double WallClockScale();
+
 }  // namespace sbx::testing

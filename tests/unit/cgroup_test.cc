@@ -201,6 +201,7 @@ TEST_P(CgroupTest, WritesLimitsToDisk) {
     if (Exists(paths[0] + "/memory.swap.max")) {
       EXPECT_EQ(Trimmed(paths[0] + "/memory.swap.max"), "0");
     }
+    EXPECT_EQ(Trimmed(paths[0] + "/memory.oom.group"), "1");
     EXPECT_EQ(Trimmed(paths[0] + "/pids.max"), "16");
     EXPECT_EQ(Trimmed(paths[0] + "/cpu.max"), "50000 100000");
     EXPECT_TRUE(cgroup->KillAll());  // empty cgroup: a no-op that must still succeed
@@ -250,6 +251,31 @@ TEST_P(CgroupTest, MemoryLimitOomKillsTheChild) {
   std::vector<std::string> paths = cgroup->Paths();
   ASSERT_TRUE(cgroup->RemoveInParent());
   for (const std::string& path : paths) EXPECT_FALSE(Exists(path)) << path;
+}
+
+TEST_P(CgroupTest, OomKillsTheWholeCgroupOnV2) {
+  if (GetParam() != CgroupVersion::kV2) GTEST_SKIP() << "memory.oom.group is cgroup v2 only";
+  std::optional<RunCgroup> cgroup = Create("oomgroup");
+  if (!cgroup) GTEST_SKIP() << SkipReason();
+  // A small sibling that would outlive the memory hog by 30 s unless the OOM takes it too.
+  pid_t pid = SpawnInCgroup(*cgroup, [] {
+    if (::fork() == 0) {
+      ::sleep(30);
+      ::_exit(0);
+    }
+    return TouchUpTo256MiB();
+  });
+  ASSERT_GT(pid, 0);
+  int status = WaitStatus(pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+  EXPECT_GE(cgroup->ReadUsage().oom_kills, 1u);
+  const std::string events = cgroup->Paths()[0] + "/cgroup.events";
+  for (int i = 0; i < 100 && Trimmed(events).find("populated 0") == std::string::npos; ++i)
+    ::usleep(50 * 1000);
+  EXPECT_NE(Trimmed(events).find("populated 0"), std::string::npos) << "the sibling survived";
+  cgroup->KillAll();
+  EXPECT_TRUE(cgroup->RemoveInParent());
 }
 
 TEST_P(CgroupTest, PidsLimitRefusesForks) {
