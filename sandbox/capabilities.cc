@@ -1,7 +1,10 @@
 // Prepares the empty capability state in the parent and applies it in the child.
 #include "sandbox/capabilities.h"
 
+#include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 
@@ -9,9 +12,6 @@ namespace sbx {
 
 Result<CapabilityPlan> PrepareCapabilitiesInParent() {
   CapabilityPlan plan;
-  cap_t empty = cap_init();
-  if (empty == nullptr) return SysError(ErrorCode::kSetupFailed, "cap_init");
-  plan.empty = std::shared_ptr<struct _cap_struct>(empty, [](cap_t caps) { cap_free(caps); });
   plan.last_cap = static_cast<int>(cap_max_bits()) - 1;
   return plan;
 }
@@ -25,8 +25,12 @@ int DropBoundingAndAmbientInChild(const CapabilityPlan& plan) {
   return 0;
 }
 
-int ClearCapabilitiesInChild(const CapabilityPlan& plan) {
-  return cap_set_proc(plan.empty.get()) == 0 ? 0 : errno;
+int ClearCapabilitiesInChild(const CapabilityPlan&) {
+  // capset(2) directly with all sets empty: the child must not depend on what libcap's
+  // cap_set_proc may do internally (locks, psx thread broadcasting).
+  struct __user_cap_header_struct header {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  return ::syscall(SYS_capset, &header, data) == 0 ? 0 : errno;
 }
 
 }  // namespace sbx

@@ -1,20 +1,19 @@
-// Capabilities: the sandboxed program ends with all five sets empty (libcap).
+// Capabilities: the sandboxed program ends with all five sets empty.
 //
-// Usage: `auto caps = PrepareCapabilitiesInParent();` then, in the child while it still holds
-// its namespace capabilities, `DropBoundingAndAmbientInChild(caps)` (needs CAP_SETPCAP), switch
-// ids, then `ClearCapabilitiesInChild(caps)` for the effective, permitted and inheritable sets.
+// Usage: `auto caps = PrepareCapabilitiesInParent();` (libcap tells the kernel's highest
+// capability) then, in the child while it still holds its namespace capabilities,
+// `DropBoundingAndAmbientInChild(caps)` (needs CAP_SETPCAP), switch ids, then
+// `ClearCapabilitiesInChild(caps)` for the effective, permitted and inheritable sets.
 #pragma once
 
 #include <sys/capability.h>
 
-#include <memory>
 
 #include "sandbox/error.h"
 
 namespace sbx {
 
 struct CapabilityPlan {
-  std::shared_ptr<struct _cap_struct> empty;  // a cap_t with every flag clear
   int last_cap = 0;                           // the kernel's highest capability number
 };
 

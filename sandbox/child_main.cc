@@ -24,19 +24,21 @@ namespace {
   ::_exit(125);
 }
 
-// Sheds root's supplementary groups (root mode only), then becomes uid/gid 1000.
-int SwitchToSandboxIds(bool root_mode) {
-  if (root_mode && ::setgroups(0, nullptr) != 0) return errno;
-  if (::setresgid(kSandboxId, kSandboxId, kSandboxId) != 0) return errno;
-  if (::setresuid(kSandboxId, kSandboxId, kSandboxId) != 0) return errno;
+// Raw syscalls, not glibc's wrappers: those broadcast id changes to every thread the parent
+// had (the child has only one) and take locks a parent thread may have held at clone time.
+int SetIds(uint32_t id, bool drop_groups) {
+  if (drop_groups && ::syscall(SYS_setgroups, 0, nullptr) != 0) return errno;
+  if (::syscall(SYS_setresgid, id, id, id) != 0) return errno;
+  if (::syscall(SYS_setresuid, id, id, id) != 0) return errno;
+  // An id change clears the parent-death signal; re-arm it at once.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
   return 0;
 }
 
-int SwitchToSetupIds(bool root_mode) {
-  if (!root_mode) return SwitchToSandboxIds(false);
-  if (::setresgid(0, 0, 0) != 0 || ::setresuid(0, 0, 0) != 0) return errno;
-  return 0;
-}
+// Sheds root's supplementary groups (root mode only), then becomes uid/gid 1000.
+int SwitchToSandboxIds(bool root_mode) { return SetIds(kSandboxId, root_mode); }
+
+int SwitchToSetupIds(bool root_mode) { return root_mode ? SetIds(0, false) : SwitchToSandboxIds(false); }
 
 // Ids, capabilities, no_new_privs: shared by the init and the program.
 void DropPrivileges(const ChildPlan& plan) {
@@ -47,6 +49,17 @@ void DropPrivileges(const ChildPlan& plan) {
     FailSetup(plan.sync_fd, ChildStep::kDropCapabilities, err);
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
     FailSetup(plan.sync_fd, ChildStep::kNoNewPrivs, errno);
+}
+
+// The init keeps only its two descriptors: everything else it inherited from the runner
+// (pipes, other runs' fds, O_PATH fds of host directories) is closed.
+int CloseAllExcept(int keep_a, int keep_b) {
+  unsigned low = static_cast<unsigned>(keep_a < keep_b ? keep_a : keep_b);
+  unsigned high = static_cast<unsigned>(keep_a < keep_b ? keep_b : keep_a);
+  if (low > 0 && ::syscall(SYS_close_range, 0U, low - 1, 0U) != 0) return errno;
+  if (high > low + 1 && ::syscall(SYS_close_range, low + 1, high - 1, 0U) != 0) return errno;
+  if (::syscall(SYS_close_range, high + 1, ~0U, 0U) != 0) return errno;
+  return 0;
 }
 
 [[noreturn]] void ExecProgram(const ChildPlan& plan) {
@@ -97,6 +110,10 @@ void ChildPlan::Seal() {
 
 void SandboxChildMain(const ChildPlan& plan) {
   const int sync_fd = plan.sync_fd;
+  // Not dumpable before anything else: until the program's execve, this process is a copy of
+  // the runner's memory (its environment included), and /proc/1/{mem,environ,fd} must stay
+  // closed to the program. execve makes the program itself dumpable again.
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
   // 6. Die with the runner. The parent's "ids mapped" message comes first; EOF instead means
   //    the runner is gone. The parent-death signal alone is not enough: in root mode the id
   //    switches below clear it, and a runner that dies before the init re-arms it goes
@@ -127,15 +144,13 @@ void SandboxChildMain(const ChildPlan& plan) {
   // 14. Fork the program with SIGCHLD already blocked, so the init misses no exit.
   int signal_fd = BlockInitSignals();
   if (signal_fd < 0) FailSetup(sync_fd, ChildStep::kInitSignals, -signal_fd);
-  pid_t program = ::fork();
+  pid_t program = ::_Fork();  // no atfork handlers, no locks: async-signal-safe
   if (program < 0) FailSetup(sync_fd, ChildStep::kForkPayload, errno);
   if (program == 0) ExecProgram(plan);  // 15-20 in the program
-  // The init: no capabilities, not dumpable (its /proc entries, including exe, which points
-  // at the runner's binary, become unreachable to the program), and dead with the runner
-  // again (changing ids clears the parent-death signal).
+  // The init: no capabilities, still not dumpable (its /proc entries, including exe, which
+  // points at the runner's binary, stay unreachable), only its two descriptors.
   DropPrivileges(plan);
-  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 || ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
-    FailSetup(sync_fd, ChildStep::kNoNewPrivs, errno);
+  if (int err = CloseAllExcept(sync_fd, signal_fd)) FailSetup(sync_fd, ChildStep::kCloseFds, err);
   RunInitInChild(sync_fd, program, signal_fd);
 }
 
