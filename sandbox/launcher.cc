@@ -20,12 +20,16 @@
 #include "sandbox/child_main.h"
 #include "sandbox/environment.h"
 #include "sandbox/image_check.h"
+#include "sandbox/output_forwarder.h"
 #include "sandbox/supervisor.h"
 #include "sandbox/userns.h"
 #include "sandbox/workspace.h"
 
 namespace sbx {
 namespace {
+
+// Output waiting for a slow reader of the runner's own stdout/stderr, per stream.
+constexpr size_t kForwardQueueBytes = 8 << 20;
 
 struct Pipe {
   UniqueFd read;
@@ -245,14 +249,23 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   if (!tell_child('c')) return abort_child(SysError(ErrorCode::kSetupFailed, "sync write"));
 
   // 21-22. Supervise, reap, account, clean up.
-  OutputCapture out(policy.limits.output_bytes, spec.pass_through_output ? 1 : -1);
-  OutputCapture err(policy.limits.output_bytes, spec.pass_through_output ? 2 : -1);
+  // Forwarding threads start only now, after clone(): the child is a copy of a process with
+  // one thread.
+  std::optional<OutputForwarder> forward_out, forward_err;
+  if (spec.pass_through_output) {
+    forward_out.emplace(1, kForwardQueueBytes);
+    forward_err.emplace(2, kForwardQueueBytes);
+  }
+  OutputCapture out(policy.limits.output_bytes, forward_out ? &*forward_out : nullptr);
+  OutputCapture err(policy.limits.output_bytes, forward_err ? &*forward_err : nullptr);
   SupervisedChild child{pid, pidfd.get(), sync_parent.get(), out_pipe->read.get(), err_pipe->read.get()};
   auto kill_all = [&cgroup] {
     if (cgroup) cgroup->KillAll();
   };
   SupervisionOutcome outcome = Supervise(child, out, err, policy.limits.timeout_seconds,
                                          spec.kill_grace_seconds, kill_all);
+  if (forward_out) forward_out->Close();
+  if (forward_err) forward_err->Close();
   CgroupUsage usage = cgroup ? cgroup->ReadUsage() : CgroupUsage{};
   if (cgroup) (void)cgroup->RemoveInParent();
 

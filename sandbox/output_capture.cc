@@ -1,38 +1,28 @@
 // Head-and-tail capture of a stream under a byte cap.
 #include "sandbox/output_capture.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
+#include <cstring>
+
+#include "sandbox/output_forwarder.h"
 
 namespace sbx {
-namespace {
-
-void WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // EPIPE and friends: the reader left; keep capturing anyway
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-}
-
-}  // namespace
-
-OutputCapture::OutputCapture(uint64_t cap_bytes, int forward_fd)
+OutputCapture::OutputCapture(uint64_t cap_bytes, OutputForwarder* forwarder)
     : cap_(std::max<uint64_t>(cap_bytes, 2)),
       head_cap_(cap_ - cap_ / 2),
       tail_cap_(cap_ / 2),
-      forward_fd_(forward_fd) {}
+      forwarder_(forwarder) {}
+
+void OutputCapture::Forward(const char* data, size_t size) {
+  if (forwarder_ != nullptr) forwarder_->Push(data, size);
+}
 
 void OutputCapture::Append(const char* data, size_t size) {
   total_ += size;
   size_t to_head = static_cast<size_t>(std::min<uint64_t>(size, head_cap_ - head_.size()));
   if (to_head > 0) {
     head_.append(data, to_head);
-    if (forward_fd_ >= 0) WriteAll(forward_fd_, data, to_head);
+    Forward(data, to_head);
     data += to_head;
     size -= to_head;
   }
@@ -42,13 +32,19 @@ void OutputCapture::Append(const char* data, size_t size) {
     tail_start_ = 0;
     return;
   }
-  for (size_t i = 0; i < size; ++i) {
-    if (tail_ring_.size() < tail_cap_) {
-      tail_ring_.push_back(data[i]);
-    } else {
-      tail_ring_[tail_start_] = data[i];
-      tail_start_ = (tail_start_ + 1) % tail_cap_;
-    }
+  if (tail_ring_.size() < tail_cap_) {  // still filling up
+    size_t fill = std::min<size_t>(size, tail_cap_ - tail_ring_.size());
+    tail_ring_.append(data, fill);
+    data += fill;
+    size -= fill;
+  }
+  // Overwrite the oldest bytes in at most two copies (the ring may wrap once).
+  while (size > 0) {
+    size_t run = std::min<size_t>(size, tail_cap_ - tail_start_);
+    std::memcpy(tail_ring_.data() + tail_start_, data, run);
+    tail_start_ = (tail_start_ + run) % tail_cap_;
+    data += run;
+    size -= run;
   }
 }
 
@@ -63,9 +59,9 @@ std::string OutputCapture::Text() const {
 }
 
 void OutputCapture::Finish() {
-  if (forward_fd_ < 0) return;
+  if (forwarder_ == nullptr) return;
   std::string rest = Text().substr(head_.size());
-  WriteAll(forward_fd_, rest.data(), rest.size());
+  Forward(rest.data(), rest.size());
 }
 
 }  // namespace sbx

@@ -27,19 +27,18 @@ void SignalThroughPidfd(int pidfd, int signal) {
   ::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0);
 }
 
-// Reads what is available; returns false at EOF or on a hard error.
+// One read per ready pipe per poll round, so a program that writes as fast as it can still
+// lets the loop reach its deadline check. Returns false at EOF or on a hard error.
 bool DrainOnce(int fd, OutputCapture& capture) {
   char buffer[65536];
   for (;;) {
     ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n > 0) {
       capture.Append(buffer, static_cast<size_t>(n));
-      if (static_cast<size_t>(n) < sizeof(buffer)) return true;
-      continue;
+      return true;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return true;
-    return false;
+    return n < 0 && errno == EAGAIN;
   }
 }
 
@@ -97,7 +96,7 @@ SupervisionOutcome Supervise(const SupervisedChild& child, OutputCapture& out, O
       }
     }
     int ready = ::poll(fds, static_cast<nfds_t>(count), wait_ms);
-    if (ready < 0 && errno != EINTR) break;
+    if (ready < 0 && errno != EINTR) break;  // the init is killed and reaped below
     if (ready == 0 && !init_alive) break;
 
     if (out_index >= 0 && fds[out_index].revents) out_open = DrainOnce(child.stdout_fd, out);
@@ -125,6 +124,14 @@ SupervisionOutcome Supervise(const SupervisedChild& child, OutputCapture& out, O
       SignalThroughPidfd(child.pidfd, SIGKILL);  // pid 1 dying ends the whole namespace
       killed = true;
     }
+  }
+  if (init_alive) {
+    // Only a failing poll gets here: never leave a sandbox running unsupervised.
+    kill_all();
+    SignalThroughPidfd(child.pidfd, SIGKILL);
+    while (::wait4(child.pid, &outcome.init_status, 0, &outcome.usage) < 0 && errno == EINTR) {
+    }
+    outcome.wall_ns = NowNs() - start;
   }
   if (sync_open) ReadReports(child.sync_fd, outcome, sync_open);
   out.Finish();

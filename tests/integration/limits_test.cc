@@ -76,6 +76,21 @@ TEST(Limits, TimeoutKillsEvenProcessesThatIgnoreSigtermOrStop) {
   EXPECT_TRUE(HostProcessesWith("sleep 1000").empty());
 }
 
+TEST(Limits, TimeoutHoldsWhileTheProgramFloodsItsOutput) {
+  auto start = Clock::now();
+  RunResult result = RunInSandbox(
+      {"/usr/bin/python3", "-c",
+       "import fcntl, os\n"
+       "fcntl.fcntl(1, 1031, 1 << 20)  # F_SETPIPE_SZ: a big pipe, to outrun the reader\n"
+       "block = b'x' * (1 << 20)\n"
+       "while True: os.write(1, block)\n"},
+      WithTimeout(1.0));
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(result.status, RunStatus::kTimedOut);
+  EXPECT_TRUE(result.stdout_truncated);
+  EXPECT_LT(elapsed, (1.0 + 0.5 + 1.0) * WallClockScale());
+}
+
 TEST(Limits, DaemonizedGrandchildDiesWhenTheProgramExits) {
   RunResult result = RunInSandbox(
       {"/bin/sh", "-c", "(setsid sh -c 'sleep 1001' </dev/null >/dev/null 2>&1 &); exit 0"});
