@@ -170,6 +170,18 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
         "fall back to rlimits)");
   }
   const CgroupEnforcement enforced = cgroup ? cgroup->enforcement() : CgroupEnforcement{};
+  if (cgroup && !(enforced.memory && enforced.pids && enforced.cpu)) {
+    // A hierarchy without one of the controllers: that limit would fall to an rlimit (or to
+    // nothing, for cpu), which only the policy may accept.
+    std::string missing = std::string(enforced.memory ? "" : " memory") + (enforced.pids ? "" : " pids") +
+                          (enforced.cpu ? "" : " cpu");
+    if (!policy.AllowsDegraded(Layer::kCgroup)) {
+      return MakeError(ErrorCode::kSetupFailed,
+                       "cgroup: no usable controller for" + missing +
+                           "; allow_degraded may list \"cgroup\" to fall back to rlimits");
+    }
+    result.degraded.push_back("cgroup:" + missing.substr(1));
+  }
 
   if (!workspace) {
     auto temporary = CreateTemporaryWorkspace(mapping->host_uid, mapping->host_gid);

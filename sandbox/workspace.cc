@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "sandbox/image.h"
 
 namespace sbx {
 namespace {
@@ -23,31 +26,90 @@ bool IsUnder(const std::string& path, const std::string& tree) {
                           path[tree.size()] == '/');
 }
 
-Result<void> RemoveTreeAt(int parent_fd, const char* name, int depth) {
-  if (depth > 4096) return MakeError(ErrorCode::kIo, "RemoveTree: too deep");
+// Opens the directory `name` under `parent`, making it 0700 first when its mode (set by the
+// program, say 000) would keep even its owner out.
+int OpenDirForRemoval(int parent, const char* name) {
+  int fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == EACCES && ::fchmodat(parent, name, 0700, 0) == 0)
+    fd = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  return fd;
+}
+
+enum class Scan { kEmpty, kDescended, kStuck };
+
+// One pass over `*dir`: unlinks what is not a directory; enters the first subdirectory
+// (replacing *dir, pushing its name). Symlinks are unlinked, never followed.
+Scan ScanAndRemove(int* dir, std::vector<std::string>& names, int* last_errno) {
+  DIR* stream = ::fdopendir(::dup(*dir));
+  if (stream == nullptr) {
+    *last_errno = errno;
+    return Scan::kStuck;
+  }
+  ::rewinddir(stream);
+  bool progress = false, left_behind = false;
+  std::string subdir;
+  while (struct dirent* entry = ::readdir(stream)) {
+    if (std::strcmp(entry->d_name, ".") == 0 || std::strcmp(entry->d_name, "..") == 0) continue;
+    if (::unlinkat(*dir, entry->d_name, 0) == 0) {
+      progress = true;
+    } else if (errno == EISDIR || errno == EPERM) {
+      subdir = entry->d_name;
+      break;
+    } else if (errno != ENOENT) {
+      *last_errno = errno;
+      left_behind = true;
+    }
+  }
+  ::closedir(stream);
+  if (!subdir.empty()) {
+    int child = OpenDirForRemoval(*dir, subdir.c_str());
+    if (child < 0) {
+      *last_errno = errno;
+      return Scan::kStuck;
+    }
+    ::close(*dir);
+    *dir = child;
+    names.push_back(subdir);
+    return Scan::kDescended;
+  }
+  if (left_behind) return progress ? Scan::kDescended : Scan::kStuck;  // rescan, or give up
+  return Scan::kEmpty;
+}
+
+// Depth-first removal holding one directory fd at a time and no recursion, so a tree of any
+// depth (a program can make one 100,000 levels deep) is removed within the fd limit.
+Result<void> RemoveTreeAt(int parent_fd, const char* name) {
   if (::unlinkat(parent_fd, name, 0) == 0 || errno == ENOENT) return Ok{};
   if (errno != EISDIR && errno != EPERM) return SysError(ErrorCode::kIo, std::string("unlink ") + name);
-  int fd = ::openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return SysError(ErrorCode::kIo, std::string("open ") + name);
-  DIR* dir = ::fdopendir(fd);
-  if (dir == nullptr) {
-    ::close(fd);
-    return SysError(ErrorCode::kIo, std::string("fdopendir ") + name);
+  int dir = OpenDirForRemoval(parent_fd, name);
+  if (dir < 0) return SysError(ErrorCode::kIo, std::string("open ") + name);
+  std::vector<std::string> names = {name};
+  int last_errno = 0;
+  for (;;) {
+    Scan scan = ScanAndRemove(&dir, names, &last_errno);
+    if (scan == Scan::kDescended) continue;
+    if (scan == Scan::kStuck) {
+      ::close(dir);
+      return SysError(ErrorCode::kIo, "remove " + names.back(), last_errno);
+    }
+    if (names.size() == 1) {
+      ::close(dir);
+      if (::unlinkat(parent_fd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
+        return SysError(ErrorCode::kIo, std::string("rmdir ") + name);
+      return Ok{};
+    }
+    // ".." of a real directory (never a symlink) is its parent: the tree is dead, nothing moves.
+    int up = ::openat(dir, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ::close(dir);
+    if (up < 0) return SysError(ErrorCode::kIo, "open ..");
+    if (::unlinkat(up, names.back().c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+      int err = errno;
+      ::close(up);
+      return SysError(ErrorCode::kIo, "rmdir " + names.back(), err);
+    }
+    names.pop_back();
+    dir = up;
   }
-  std::vector<std::string> entries;
-  while (struct dirent* entry = ::readdir(dir)) {
-    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0)
-      entries.emplace_back(entry->d_name);
-  }
-  Result<void> result = Ok{};
-  for (const auto& entry : entries) {
-    auto removed = RemoveTreeAt(::dirfd(dir), entry.c_str(), depth + 1);
-    if (!removed && result) result = removed;
-  }
-  ::closedir(dir);
-  if (::unlinkat(parent_fd, name, AT_REMOVEDIR) != 0 && errno != ENOENT && result)
-    return SysError(ErrorCode::kIo, std::string("rmdir ") + name);
-  return result;
 }
 
 Result<void> EnsurePrivateDir(const std::string& path) {
@@ -110,12 +172,32 @@ Result<Workspace> OpenWorkspace(const std::string& path) {
   for (const char* exact : kForbiddenExact) {
     if (canonical == exact) return InvalidInput(field + ": too broad; use a directory of its own");
   }
-  if (::geteuid() == 0 && IsUnder(canonical, "/var/tmp/sbx"))
-    return InvalidInput(field + ": inside sbx's own state directory");
+  // Never overlapping sbx's own directories: a program could rewrite the image every later
+  // run mounts, or another run's state.
+  std::vector<std::string> own = {::geteuid() == 0 ? "/var/tmp/sbx" : "/tmp/sbx-" + std::to_string(::geteuid())};
+  if (auto cache = ImageCacheDir(); cache) own.push_back(cache->substr(0, cache->rfind('/')));
+  for (const auto& dir : own) {
+    if (IsUnder(canonical, dir) || IsUnder(dir, canonical))
+      return InvalidInput(field + ": overlaps sbx's own directory " + dir);
+  }
   Workspace workspace;
   workspace.path = canonical;
   workspace.fd.reset(::open(canonical.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!workspace.fd) return SysError(ErrorCode::kInvalidInput, field + ": not a directory");
+  // The checks above were on the string; confirm the directory opened is the one checked
+  // (a path component swapped for a symlink in between would show here).
+  char opened[4096];
+  std::string link = "/proc/self/fd/" + std::to_string(workspace.fd.get());
+  ssize_t n = ::readlink(link.c_str(), opened, sizeof(opened) - 1);
+  if (n <= 0 || std::string(opened, static_cast<size_t>(n)) != canonical)
+    return InvalidInput(field + ": changed while it was being opened; retry");
+  // One run per workspace at a time (a second concurrent run is refused, not interleaved).
+  workspace.lock.reset(::open(canonical.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!workspace.lock) return SysError(ErrorCode::kInvalidInput, field);
+  if (::flock(workspace.lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    return errno == EWOULDBLOCK ? InvalidInput(field + ": in use by another sbx run")
+                                : SysError(ErrorCode::kInvalidInput, "flock(" + canonical + ")");
+  }
   return workspace;
 }
 
@@ -145,7 +227,7 @@ Result<void> RemoveTree(const std::string& path) {
   std::string name = path.substr(slash + 1);
   int parent_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (parent_fd < 0) return SysError(ErrorCode::kIo, "open(" + parent + ")");
-  auto result = RemoveTreeAt(parent_fd, name.c_str(), 0);
+  auto result = RemoveTreeAt(parent_fd, name.c_str());
   ::close(parent_fd);
   if (!result) return result.error().Context("remove " + path);
   return Ok{};

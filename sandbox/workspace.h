@@ -13,12 +13,14 @@ namespace sbx {
 struct Workspace {
   std::string path;  // canonical host path
   UniqueFd fd;       // O_PATH|O_DIRECTORY on exactly that directory; mounts use the fd
+  UniqueFd lock;     // holds an exclusive flock for the run (given workspaces only)
   bool temporary = false;
 };
 
 // Opens an existing workspace. Rejects relative paths, missing paths, non-directories,
-// symlinks anywhere in the path, "/", and system trees (/proc, /sys, /dev, /etc, /usr, /boot,
-// /run, /var/run, /home itself, /root itself) and sbx's own state directory.
+// symlinks anywhere in the path, "/", system trees (/proc, /sys, /dev, /etc, /usr, /boot,
+// /run, /var/run, /home itself, /root itself), anything overlapping sbx's state or image
+// cache, and a workspace another sbx run holds (flock).
 Result<Workspace> OpenWorkspace(const std::string& path);
 
 // Makes a fresh 0700 directory under sbx's private state directory (/var/tmp/sbx as root,

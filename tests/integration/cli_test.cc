@@ -97,6 +97,23 @@ TEST(Cli, OversizedArgumentIsRefusedBeforeAnythingIsCreated) {
   EXPECT_NE(result.error().message.find("128 KiB"), std::string::npos) << result.error().message;
 }
 
+TEST(Cli, SecondConcurrentRunOnAWorkspaceIsRefused) {
+  ScratchDir workspace;
+  pid_t first = ::fork();
+  if (first == 0) {
+    ::execl(SBX_BINARY, SBX_BINARY, "run", "--workspace", workspace.path().c_str(), "--",
+            "/bin/sleep", "3", nullptr);
+    ::_exit(127);
+  }
+  ::usleep(static_cast<useconds_t>(500000 * WallClockScale()));
+  HostRun second = Sbx({"run", "--workspace", workspace.path(), "--", "/bin/true"});
+  EXPECT_EQ(second.exit_code, 125);
+  EXPECT_NE(second.output.find("in use by another sbx run"), std::string::npos) << second.output;
+  int status = 0;
+  ::waitpid(first, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 TEST(Cli, NetworkHostIsLoudAndShared) {
   HostRun run = Sbx({"run", "--network", "host", "--", "/bin/sh", "-c", "tail -n +3 /proc/net/dev | wc -l"});
   EXPECT_EQ(run.exit_code, 0);
