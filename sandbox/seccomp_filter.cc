@@ -238,6 +238,12 @@ Result<std::unique_ptr<SeccompProgram>> Compile(const SeccompOptions& options) {
 
 const std::vector<SeccompRule>& DeniedSyscalls() {
   static const auto* const kRows = new std::vector<SeccompRule>{
+      // Memory-layout and NUMA calls Docker's profile also refuses: the LDT is an old source of
+      // kernel bugs, and page migration reaches into other processes' memory placement.
+      {"modify_ldt", "x86 local descriptor table: kernel attack surface, unused by 64-bit code"},
+      {"move_pages", "moves pages of (other) processes between NUMA nodes"},
+      {"migrate_pages", "moves another process's pages between NUMA nodes"},
+      {"process_madvise", "advice on another process's memory"},
       // Namespaces: creating or entering one reaches code written for real root.
       {"unshare", "new namespaces (user namespaces above all) are a large attack surface"},
       {"setns", "entering another namespace"},

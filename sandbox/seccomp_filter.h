@@ -38,8 +38,10 @@
 namespace sbx {
 
 struct SeccompOptions {
-  // false also refuses AF_INET and AF_INET6 sockets (EAFNOSUPPORT), for policies without
-  // network access. Each distinct value compiles its own cached program.
+  // false also refuses AF_INET and AF_INET6 sockets (EAFNOSUPPORT). Each distinct value
+  // compiles its own cached program. The launcher keeps them for every policy: with
+  // "network": "none" they only reach the sandbox's own lo (local servers, multiprocessing
+  // managers), and the network namespace, not the filter, keeps the host's network out.
   bool allow_network_sockets = true;
   bool operator==(const SeccompOptions&) const = default;
 };
