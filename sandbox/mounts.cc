@@ -24,9 +24,10 @@ constexpr const char* kMaskedProcFiles[] = {
     "proc/kpagecount",  "proc/kpageflags",  "proc/kpagecgroup", "proc/config.gz",
     "proc/vmallocinfo", "proc/slabinfo",    "proc/pagetypeinfo", "proc/buddyinfo",
 };
-constexpr const char* kReadOnlyProcDirs[] = {"proc/sys", "proc/bus", "proc/fs", "proc/irq",
-                                             "proc/asound", "proc/acpi", "proc/scsi",
-                                             "proc/tty/driver"};
+constexpr const char* kReadOnlyProcDirs[] = {"proc/sys", "proc/bus", "proc/fs", "proc/irq"};
+// Hidden entirely under an empty read-only tmpfs, as runc does.
+constexpr const char* kMaskedProcDirs[] = {"proc/acpi", "proc/asound", "proc/scsi",
+                                           "proc/tty/driver"};
 constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
 
 // Mount flags that a bind remount inside a user namespace must keep (the kernel locks the
@@ -132,6 +133,11 @@ int MaskProc() {
   for (const char* file : kMaskedProcFiles) {
     if (::access(file, F_OK) != 0) continue;
     if (::mount("/dev/null", file, nullptr, MS_BIND, nullptr) != 0) return errno;
+  }
+  for (const char* dir : kMaskedProcDirs) {
+    if (::access(dir, F_OK) != 0) continue;
+    if (::mount("tmpfs", dir, "tmpfs", MS_RDONLY | kSafe | MS_NOEXEC, "size=4k,mode=0555") != 0)
+      return errno;
   }
   for (const char* dir : kReadOnlyProcDirs) {
     if (::access(dir, F_OK) != 0) continue;
