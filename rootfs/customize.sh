@@ -55,6 +55,11 @@ set_hostname() {
   local name
   name=$(recipe_get hostname)
   echo "$name" >"$root/etc/hostname"
+  # mmdebstrap leaves /etc/hosts empty; without localhost, getaddrinfo("localhost") fails.
+  grep -q '[[:space:]]localhost$' "$root/etc/hosts" 2>/dev/null ||
+    printf '127.0.0.1	localhost
+::1		localhost ip6-localhost ip6-loopback
+' >>"$root/etc/hosts"
   grep -q "[[:space:]]$name\$" "$root/etc/hosts" 2>/dev/null ||
     printf '127.0.1.1\t%s\n' "$name" >>"$root/etc/hosts"
 }

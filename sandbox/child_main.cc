@@ -110,10 +110,6 @@ void ChildPlan::Seal() {
 
 void SandboxChildMain(const ChildPlan& plan) {
   const int sync_fd = plan.sync_fd;
-  // Not dumpable before anything else: until the program's execve, this process is a copy of
-  // the runner's memory (its environment included), and /proc/1/{mem,environ,fd} must stay
-  // closed to the program. execve makes the program itself dumpable again.
-  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
   // 6. Die with the runner. The parent's "ids mapped" message comes first; EOF instead means
   //    the runner is gone. The parent-death signal alone is not enough: in root mode the id
   //    switches below clear it, and a runner that dies before the init re-arms it goes
@@ -122,6 +118,12 @@ void SandboxChildMain(const ChildPlan& plan) {
   ::close(plan.parent_sync_fd);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
   if (!WaitForParent(sync_fd)) ::_exit(125);
+  // Not dumpable from here on, long before the program exists: until its execve this process
+  // is a copy of the runner's memory (its environment included), and /proc/1/{mem,environ,fd}
+  // must stay closed to the program. (Not earlier: a rootless parent needs our /proc files,
+  // which non-dumpable hands to root, to write the id maps.) execve makes the program itself
+  // dumpable again.
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
   ChildStep step = ChildStep::kMountImage;
   MountSources sources;
   if (int err = OpenMountSourcesInChild(plan.mounts, &sources, &step)) FailSetup(sync_fd, step, err);

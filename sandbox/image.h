@@ -65,6 +65,9 @@ struct VerifyOptions {
 };
 // Root, or the current uid when not root.
 VerifyOptions DefaultVerifyOptions();
+// For an existing image: root when root owns its directory (any user may run root's images),
+// else the current uid.
+VerifyOptions VerifyOptionsFor(const std::string& path);
 
 struct VerifyStats {
   uint64_t entries = 0;  // everything looked at, the root included

@@ -195,6 +195,14 @@ VerifyOptions DefaultVerifyOptions() {
   return options;
 }
 
+VerifyOptions VerifyOptionsFor(const std::string& path) {
+  VerifyOptions options = DefaultVerifyOptions();
+  // A rootless user may run root's images: root owns them and the user cannot write them.
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0 && st.st_uid == 0) options.owner_uid = 0;
+  return options;
+}
+
 Result<VerifyStats> VerifyImageTree(const std::string& path, const VerifyOptions& options) {
   auto start = std::chrono::steady_clock::now();
   struct stat st;
@@ -208,7 +216,7 @@ Result<VerifyStats> VerifyImageTree(const std::string& path, const VerifyOptions
 }
 
 Result<void> VerifyImage(const std::string& path) {
-  auto stats = VerifyImageTree(path, DefaultVerifyOptions());
+  auto stats = VerifyImageTree(path, VerifyOptionsFor(path));
   if (!stats) return stats.error();
   return Ok{};
 }
@@ -256,7 +264,7 @@ Result<void> VerifyImageQuick(const std::string& path, const VerifyOptions& opti
 }
 
 Result<void> VerifyImageQuick(const std::string& path) {
-  return VerifyImageQuick(path, DefaultVerifyOptions());
+  return VerifyImageQuick(path, VerifyOptionsFor(path));
 }
 
 }  // namespace sbx

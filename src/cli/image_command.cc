@@ -79,7 +79,7 @@ Result<int> RunAndWait(const std::vector<std::string>& args) {
 }
 
 int Verify(const ImageInfo& image) {
-  auto stats = VerifyImageTree(image.path, DefaultVerifyOptions());
+  auto stats = VerifyImageTree(image.path, VerifyOptionsFor(image.path));
   if (!stats) return Fail(stats.error());
   std::printf("image %s is safe: %llu entries checked in %.3f s (%s)\n", image.id.c_str(),
               static_cast<unsigned long long>(stats->entries), stats->seconds, image.path.c_str());

@@ -1,5 +1,6 @@
 // The `sbx` command-line contract: exit codes, --json, refusals that create nothing.
 #include <dirent.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -112,6 +113,37 @@ TEST(Cli, SecondConcurrentRunOnAWorkspaceIsRefused) {
   int status = 0;
   ::waitpid(first, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST(Cli, RootlessModeMapsTheCallerTo1000) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged test uid";
+  constexpr uid_t kTestUid = 43210;  // an ordinary uid with no passwd entry
+  const std::string image = TestImage();  // root's image: any user may run it
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(kTestUid, kTestUid, kTestUid) != 0 ||
+        ::setresuid(kTestUid, kTestUid, kTestUid) != 0)
+      ::_exit(99);
+    // No cgroup is writable for an ordinary user here, so the policy must accept rlimits.
+    ::execl(SBX_BINARY, SBX_BINARY, "run", "--allow-degraded", "cgroup", "--image", image.c_str(),
+            "--", "/bin/sh", "-c", "id -u; cat /proc/self/uid_map | tr -s ' '", nullptr);
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  std::string output;
+  char buffer[512];
+  ssize_t n;
+  while ((n = ::read(fds[0], buffer, sizeof(buffer))) > 0) output.append(buffer, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << output;
+  EXPECT_EQ(output, "1000\n 1000 43210 1\n");
 }
 
 TEST(Cli, NetworkHostIsLoudAndShared) {

@@ -53,6 +53,12 @@ TEST(Isolation, HostnameIsSandbox) {
   EXPECT_EQ(RunInSandbox({"/bin/hostname"}).stdout_data, "sandbox\n");
 }
 
+TEST(Isolation, LocalhostResolvesToTheSandboxLoopback) {
+  RunResult inside = RunInSandbox({"/usr/bin/python3", "-c",
+                                   "import socket; print(socket.gethostbyname('localhost'))"});
+  EXPECT_EQ(inside.stdout_data, "127.0.0.1\n") << inside.stderr_data;
+}
+
 TEST(Isolation, OnlyLoopbackAndNoRouteToHostListeners) {
   // A listener on the host's loopback: reachable from the host, not from the sandbox.
   int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
