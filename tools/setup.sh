@@ -13,6 +13,9 @@ packages=(
   bubblewrap qemu-system-x86 linux-image-amd64 busybox-static
   # the host side of the differential tests (the same Python stack as the image)
   python3 python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pytest
+  # numpy's and pandas' own test suites import hypothesis (tests/library_suites.sh copies it
+  # into the workspace for the sandbox side)
+  python3-hypothesis python3-sortedcontainers
 )
 
 missing=()
