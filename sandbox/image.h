@@ -43,6 +43,8 @@ Result<std::string> ImageCacheDir();
 Result<std::string> ImageCacheDirFor(uid_t uid, const char* xdg_cache_home, const char* home);
 
 // The image `default` points at. When there is none the error says to run `sbx image build`.
+// Only id, path and is_default are filled (every run calls this; the metadata parse is for
+// ListImages/FindImage).
 Result<ImageInfo> FindDefaultImage();
 Result<ImageInfo> FindDefaultImageIn(const std::string& cache_dir);
 // The image with this id (or an unambiguous id prefix) in the cache.
