@@ -250,11 +250,12 @@ Result<CopyOutResult> CopyOutAt(int workspace_fd, const std::vector<std::string>
     auto components = SplitRelativePath(requests[i]);
     if (!components) {
       return components.error().Context("copy-out request " + std::to_string(i) + " (\"" +
-                                        requests[i] + "\")");
+                                        EscapeForMessage(requests[i]) + "\")");
     }
     for (size_t c = 0; c + 1 < components->size(); ++c) {
       if (IsPattern((*components)[c])) {
-        return InvalidInput("copy-out request " + std::to_string(i) + " (\"" + requests[i] +
+        return InvalidInput("copy-out request " + std::to_string(i) + " (\"" +
+                            EscapeForMessage(requests[i]) +
                             "\"): only the last component may be a pattern");
       }
     }

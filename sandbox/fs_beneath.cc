@@ -58,8 +58,8 @@ Result<std::vector<std::string>> SplitRelativePath(std::string_view path) {
   if (path[0] == '/') return InvalidInput("absolute path; use a path relative to the workspace");
   for (unsigned char c : path) {
     if (c < 0x20 || c == 0x7f) {
-      return InvalidInput("control character 0x" + std::string(1, "0123456789abcdef"[c >> 4]) +
-                          "0123456789abcdef"[c & 15] + " in the name; rename it");
+      return InvalidInput("control character " + EscapeForMessage(std::string(1, char(c))) +
+                          " in the name; rename it");
     }
   }
   std::vector<std::string> components;
@@ -82,6 +82,23 @@ Result<std::vector<std::string>> SplitRelativePath(std::string_view path) {
     start = slash + 1;
   }
   return components;
+}
+
+std::string EscapeForMessage(std::string_view name) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string escaped;
+  for (unsigned char c : name) {
+    if (c == '\n') {
+      escaped += "\\n";
+    } else if (c == '\\') {
+      escaped += "\\\\";
+    } else if (c < 0x20 || c == 0x7f) {
+      escaped += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+    } else {
+      escaped += static_cast<char>(c);
+    }
+  }
+  return escaped;
 }
 
 std::string JoinPath(const std::vector<std::string>& components, size_t count) {

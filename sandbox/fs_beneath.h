@@ -32,6 +32,10 @@ inline constexpr size_t kMaxPathDepth = 64;
 // bytes, or more than 64 components. The message is meant to be prefixed by the caller.
 Result<std::vector<std::string>> SplitRelativePath(std::string_view path);
 
+// `name` made safe to print in a message: control bytes become \n or \xNN, a backslash \\, so a
+// hostile name cannot forge log lines or terminal escapes.
+std::string EscapeForMessage(std::string_view name);
+
 // Joins components with "/".
 std::string JoinPath(const std::vector<std::string>& components, size_t count);
 

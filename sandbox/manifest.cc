@@ -15,8 +15,8 @@ namespace {
 using Kind = ManifestEntry::Kind;
 
 Error EntryError(size_t index, const std::string& destination, const std::string& message) {
-  return InvalidInput("manifest entry " + std::to_string(index) + " (\"" + destination +
-                      "\"): " + message);
+  return InvalidInput("manifest entry " + std::to_string(index) + " (\"" +
+                      EscapeForMessage(destination) + "\"): " + message);
 }
 
 bool IsDirectoryKind(Kind kind) { return kind == Kind::kHostDirectory || kind == Kind::kDirectory; }

@@ -59,6 +59,16 @@ TEST(ManifestPathTest, AcceptsOrdinaryPaths) {
   EXPECT_TRUE(SplitRelativePath("caf\xc3\xa9"));
 }
 
+TEST(ManifestPathTest, EscapesNamesForMessages) {
+  EXPECT_EQ(EscapeForMessage("a\nb\x1b[31m\\c\x7f"), "a\\nb\\x1b[31m\\\\c\\x7f");
+  EXPECT_EQ(EscapeForMessage("caf\xc3\xa9 ok"), "caf\xc3\xa9 ok");
+  Manifest manifest;
+  manifest.AddBytes("evil\nERROR: forged", "x");
+  auto valid = ValidateManifest(manifest);
+  ASSERT_FALSE(valid);
+  EXPECT_EQ(valid.error().message.find('\n'), std::string::npos) << valid.error().message;
+}
+
 class ManifestOpenBeneathTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override { ForceOpenBeneathFallbackForTesting(GetParam()); }
