@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <set>
 
 #include "sandbox/fs_beneath.h"
 #include "sandbox/unique_fd.h"
@@ -151,6 +152,7 @@ class Copier {
   bool CopyFile(int parent_fd, const std::string& name, const std::string& path,
                 const struct stat& st) {
     const auto size = static_cast<uint64_t>(st.st_size);
+    if (copied_.count(path) != 0) return true;  // requests overlap ("out" and "out/*.png")
     if (result_.files >= budgets_.max_files) {
       Record(path, size, CopyStatus::kOverBudget,
              "file budget of " + std::to_string(budgets_.max_files) + " reached");
@@ -179,6 +181,7 @@ class Copier {
     }
     result_.bytes += size;
     ++result_.files;
+    copied_.insert(path);
     Record(path, size, CopyStatus::kCopied, "");
     return true;
   }
@@ -216,6 +219,7 @@ class Copier {
   dev_t workspace_dev_ = 0;
   size_t visits_left_ = 0;
   uint64_t temp_counter_ = 0;
+  std::set<std::string> copied_;
   CopyOutResult result_;
 };
 

@@ -359,7 +359,7 @@ Result<StageReport> StageManifestAt(int workspace_fd, const Manifest& manifest,
 
 Result<StageReport> StageManifest(const std::string& workspace_dir, const Manifest& manifest,
                                   const FileOwner& owner, const ManifestLimits& limits) {
-  UniqueFd workspace(::open(workspace_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd workspace(::open(workspace_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!workspace) return SysError(ErrorCode::kInvalidInput, "open workspace " + workspace_dir);
   return StageManifestAt(workspace.get(), manifest, owner, limits);
 }

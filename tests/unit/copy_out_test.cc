@@ -200,6 +200,16 @@ TEST(CopyOutTest, NeverWritesThroughSymlinksPlantedInTheDestination) {
   EXPECT_EQ(ReadFile(dest / "a.txt"), "new");
 }
 
+TEST(CopyOutTest, OverlappingRequestsCopyEachFileOnce) {
+  TempDir workspace, dest;
+  MakeDir(workspace / "out");
+  WriteFile(workspace / "out/a.png", "png");
+  auto result = CopyOut(workspace.path(), {"out", "out/*.png", "out/a.png"}, dest.path());
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->files, 1u);
+  EXPECT_EQ(result->entries.size(), 1u);
+}
+
 TEST(CopyOutTest, SkipsSockets) {
   TempDir workspace, dest;
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
