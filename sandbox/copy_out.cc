@@ -129,22 +129,23 @@ class Copier {
       return true;
     }
     bool keep_going = true;
-    auto walked = WalkTree(dir.get(), path, visits_left_ + 1, [&](const WalkItem& item) {
-      if (visits_left_ == 0) {
-        Record(item.path, 0, CopyStatus::kOverBudget, "visit budget exhausted");
-        result_.truncated = true;
-        keep_going = false;
-        return WalkAction::kStop;
-      }
-      --visits_left_;
-      // Directories are handled here (WalkTree descends); everything else by Visit.
-      if (S_ISDIR(item.st.st_mode) && !item.other_device && SplitRelativePath(item.path) &&
-          depth + item.depth <= budgets_.max_depth) {
-        return WalkAction::kContinue;
-      }
-      keep_going = Visit(item.parent_fd, item.name, item.path, item.st, depth + item.depth);
-      return keep_going ? WalkAction::kSkip : WalkAction::kStop;
-    });
+    auto walked = WalkTree(
+        dir.get(), path, std::min(visits_left_, SIZE_MAX - 1) + 1, [&](const WalkItem& item) {
+          if (visits_left_ == 0) {
+            Record(item.path, 0, CopyStatus::kOverBudget, "visit budget exhausted");
+            result_.truncated = true;
+            keep_going = false;
+            return WalkAction::kStop;
+          }
+          --visits_left_;
+          // Directories are handled here (WalkTree descends); everything else by Visit.
+          if (S_ISDIR(item.st.st_mode) && !item.other_device && SplitRelativePath(item.path) &&
+              depth + item.depth <= budgets_.max_depth) {
+            return WalkAction::kContinue;
+          }
+          keep_going = Visit(item.parent_fd, item.name, item.path, item.st, depth + item.depth);
+          return keep_going ? WalkAction::kSkip : WalkAction::kStop;
+        });
     if (!walked) Record(path, 0, CopyStatus::kNotFound, walked.error().ToString());
     return keep_going;
   }

@@ -119,7 +119,9 @@ Result<UniqueFd> OpenBeneath(int dir_fd, std::string_view path, int flags, mode_
   if (!force_fallback) {
     struct open_how how {};
     how.flags = static_cast<uint64_t>(flags | O_NOFOLLOW | O_CLOEXEC);
-    how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
+    // O_TMPFILE includes O_DIRECTORY's bit; openat2 refuses a mode without a file to create.
+    const bool creates = (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
+    how.mode = creates ? mode : 0;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
     // EAGAIN: a concurrent rename or mount made the kernel give up on a RESOLVE_BENEATH walk.
     long fd = -1;

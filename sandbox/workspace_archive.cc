@@ -240,46 +240,47 @@ Result<ArchiveReport> PersistWorkspaceTar(const std::string& workspace_dir, int 
   if (!workspace) return SysError(ErrorCode::kInvalidInput, "open workspace " + workspace_dir);
   ArchiveReport report;
   std::optional<Error> failure;
-  auto walked =
-      WalkTree(workspace.get(), "", budgets.max_entries * 4 + 1, [&](const WalkItem& item) {
-        const char* skip = nullptr;
-        if (item.depth > budgets.max_depth) {
-          skip = "too deep";
-        } else if (!SplitRelativePath(item.path)) {
-          skip = "name a manifest would refuse";
-        } else if (item.other_device) {
-          skip = "mount point";
-        } else if (S_ISLNK(item.st.st_mode)) {
-          skip = "symlink";
-        } else if (!S_ISDIR(item.st.st_mode) && !S_ISREG(item.st.st_mode)) {
-          skip = "not a regular file";
-        }
-        if (skip != nullptr) {
-          report.skipped.push_back(EscapeForMessage(item.path) + " (" + skip + ")");
-          return WalkAction::kSkip;
-        }
-        if (report.files + report.directories >= budgets.max_entries) {
-          failure = InvalidInput("more than " + std::to_string(budgets.max_entries) + " entries");
-          return WalkAction::kStop;
-        }
-        const auto size = static_cast<uint64_t>(item.st.st_size);
-        Result<void> written = Ok{};
-        if (S_ISDIR(item.st.st_mode)) {
-          written = WriteEntryHeader(out_fd, item.path + "/", '5', 0755, 0);
-          ++report.directories;
-        } else if (size > budgets.max_bytes - report.bytes) {
-          failure = InvalidInput(item.path + " (" + std::to_string(size) +
-                                 " bytes) exceeds the budget of " +
-                                 std::to_string(budgets.max_bytes) + " bytes");
-          return WalkAction::kStop;
-        } else {
-          written = WriteFileEntry(out_fd, item);
-          report.bytes += size;
-          ++report.files;
-        }
-        if (!written) failure = written.error();
-        return written ? WalkAction::kContinue : WalkAction::kStop;
-      });
+  // Skipped entries cost a visit too: bound the walk at four times the entry budget.
+  const size_t max_visits = std::min(budgets.max_entries, SIZE_MAX / 8) * 4 + 1;
+  auto walked = WalkTree(workspace.get(), "", max_visits, [&](const WalkItem& item) {
+    const char* skip = nullptr;
+    if (item.depth > budgets.max_depth) {
+      skip = "too deep";
+    } else if (!SplitRelativePath(item.path)) {
+      skip = "name a manifest would refuse";
+    } else if (item.other_device) {
+      skip = "mount point";
+    } else if (S_ISLNK(item.st.st_mode)) {
+      skip = "symlink";
+    } else if (!S_ISDIR(item.st.st_mode) && !S_ISREG(item.st.st_mode)) {
+      skip = "not a regular file";
+    }
+    if (skip != nullptr) {
+      report.skipped.push_back(EscapeForMessage(item.path) + " (" + skip + ")");
+      return WalkAction::kSkip;
+    }
+    if (report.files + report.directories >= budgets.max_entries) {
+      failure = InvalidInput("more than " + std::to_string(budgets.max_entries) + " entries");
+      return WalkAction::kStop;
+    }
+    const auto size = static_cast<uint64_t>(item.st.st_size);
+    Result<void> written = Ok{};
+    if (S_ISDIR(item.st.st_mode)) {
+      written = WriteEntryHeader(out_fd, item.path + "/", '5', 0755, 0);
+      ++report.directories;
+    } else if (size > budgets.max_bytes - report.bytes) {
+      failure =
+          InvalidInput(item.path + " (" + std::to_string(size) + " bytes) exceeds the budget of " +
+                       std::to_string(budgets.max_bytes) + " bytes");
+      return WalkAction::kStop;
+    } else {
+      written = WriteFileEntry(out_fd, item);
+      report.bytes += size;
+      ++report.files;
+    }
+    if (!written) failure = written.error();
+    return written ? WalkAction::kContinue : WalkAction::kStop;
+  });
   if (failure) return failure->Context("persist workspace " + workspace_dir);
   if (!walked) return walked.error().Context("persist workspace " + workspace_dir);
   if (!*walked)
