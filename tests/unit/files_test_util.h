@@ -11,6 +11,8 @@
 #include <iterator>
 #include <string>
 
+#include "sandbox/manifest.h"
+#include "sandbox/userns.h"
 #include "sandbox/workspace.h"
 
 namespace sbx::testing {
@@ -56,6 +58,12 @@ inline void MakeSparseFile(const std::string& path, off_t size) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::ftruncate(fd, size), 0);
   ::close(fd);
+}
+
+// The owner staged files get: the sandbox user's host id as root, else the caller.
+inline FileOwner TestOwner() {
+  if (::geteuid() == 0) return FileOwner{kRootModeHostId, kRootModeHostId};
+  return FileOwner{::geteuid(), ::getegid()};
 }
 
 }  // namespace sbx::testing

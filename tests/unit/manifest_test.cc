@@ -18,12 +18,8 @@ using testing::Exists;
 using testing::ModeOf;
 using testing::ReadFile;
 using testing::TempDir;
+using testing::TestOwner;
 using testing::WriteFile;
-
-FileOwner TestOwner() {
-  if (::geteuid() == 0) return FileOwner{kRootModeHostId, kRootModeHostId};
-  return FileOwner{::geteuid(), ::getegid()};
-}
 
 std::string Nested(size_t depth) {
   std::string path = "d";

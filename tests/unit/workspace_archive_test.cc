@@ -22,12 +22,8 @@ using testing::Exists;
 using testing::ModeOf;
 using testing::ReadFile;
 using testing::TempDir;
+using testing::TestOwner;
 using testing::WriteFile;
-
-FileOwner TestOwner() {
-  if (::geteuid() == 0) return FileOwner{kRootModeHostId, kRootModeHostId};
-  return FileOwner{::geteuid(), ::getegid()};
-}
 
 std::string RunAndCapture(const std::string& command) {
   std::string output;
