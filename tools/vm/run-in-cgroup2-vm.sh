@@ -91,11 +91,15 @@ if [[ $CMD != /* ]]; then
 fi
 [ -x "$CMD" ] || die "not an executable file: $CMD"
 CWD=$PWD
-# The guest mounts fresh tmpfs on these, hiding the host's content there.
-for p in "$CMD" "$CWD"; do
+# The guest mounts fresh tmpfs on /tmp, /var/tmp and /run. A command or working directory
+# under them (a CI checkout in /tmp, say) is bound back, read-only, from the host's root
+# share; the rest of those trees stays the guest's own tmpfs.
+KEEP=()
+for p in "$(dirname -- "$CMD")" "$CWD"; do
     case $p/ in
-        /tmp/*|/var/tmp/*|/run/*|/proc/*|/sys/*|/dev/*)
-            die "$p is hidden inside the VM (a fresh tmpfs/proc/sys/dev is mounted there); use a path elsewhere" ;;
+        /proc/*|/sys/*|/dev/*)
+            die "$p is hidden inside the VM (a fresh proc/sys/dev is mounted there); use a path elsewhere" ;;
+        /tmp/*|/var/tmp/*|/run/*) KEEP+=("$p") ;;
     esac
 done
 
@@ -154,12 +158,25 @@ mount -t devtmpfs dev $R/dev || fail "mount $R/dev"
 mkdir -p $R/dev/pts $R/dev/shm
 mount -t devpts -o newinstance,ptmxmode=0666 devpts $R/dev/pts
 mount -t tmpfs -o mode=1777 shm $R/dev/shm
+[ -f /mnt/host/job ] || fail "no job file"
+. /mnt/host/job
+# KEEP (from the job file): host paths under /tmp, /var/tmp or /run the job needs; a 9p tag
+# mounts only once, so they are bound aside now and bound back over the tmpfs below.
+i=0
+for p in $KEEP; do
+    mkdir -p "/mnt/keep/$i" && mount --bind "$R$p" "/mnt/keep/$i" || fail "stash $p"
+    i=$((i + 1))
+done
 for d in tmp var/tmp; do mount -t tmpfs -o mode=1777 tmp $R/$d || fail "mount $R/$d"; done
 mount -t tmpfs -o mode=0755 run $R/run || fail "mount $R/run"
 log "chroot ready, running job"
 
-[ -f /mnt/host/job ] || fail "no job file"
-. /mnt/host/job
+# Host paths under the tmpfs mounts that the job needs, stashed before the tmpfs covered them.
+i=0
+for p in $KEEP; do
+    mkdir -p "$R$p" && mount --bind "/mnt/keep/$i" "$R$p" || fail "bind $p"
+    i=$((i + 1))
+done
 # Not a plain chroot: unshare(CLONE_NEWUSER) fails with EPERM for a chrooted
 # process (root differs from its mount namespace's root). So, in a private
 # mount namespace, move the host root on top of / and chroot into it, as
@@ -290,6 +307,7 @@ mkdir "$WORK/share"
 # POSIX single quoting: the job file is read by busybox sh, which knows no $'...'.
 q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 {
+    printf 'KEEP=%s\n' "$(q "${KEEP[*]}")"
     printf 'set --'
     # env -i: a clean, predictable environment; the root share is read-only, so
     # everything that writes is pointed at tmpfs.
