@@ -155,17 +155,25 @@ Result<std::string> StateDirectory() {
   return path;
 }
 
-Result<Workspace> OpenWorkspace(const std::string& path) {
-  const std::string field = "--workspace " + path;
+Result<std::string> RequireCanonicalPath(const std::string& field, const std::string& path,
+                                         const std::string& missing_hint) {
   if (path.empty() || path[0] != '/') return InvalidInput(field + ": use an absolute path");
   char* resolved = ::realpath(path.c_str(), nullptr);
-  if (resolved == nullptr) return SysError(ErrorCode::kInvalidInput, field);
+  if (resolved == nullptr) return SysError(ErrorCode::kInvalidInput, field + missing_hint);
   std::string canonical(resolved);
   std::free(resolved);
   if (canonical != path && canonical + "/" != path) {
     return InvalidInput(field + ": resolves to " + canonical +
                         " (a symlink or ..); pass the real directory");
   }
+  return canonical;
+}
+
+Result<Workspace> OpenWorkspace(const std::string& path) {
+  const std::string field = "--workspace " + path;
+  auto resolved = RequireCanonicalPath(field, path);
+  if (!resolved) return resolved.error();
+  const std::string& canonical = *resolved;
   for (const char* tree : kForbiddenTrees) {
     if (IsUnder(canonical, tree)) return InvalidInput(field + ": system directories cannot be a workspace");
   }

@@ -31,6 +31,12 @@ Result<Workspace> CreateTemporaryWorkspace(uid_t owner_uid, gid_t owner_gid);
 // Removes a directory tree without following symlinks (fd-relative, never leaves `dir`).
 Result<void> RemoveTree(const std::string& path);
 
+// `path` as given if it is absolute and already canonical (no symlink, no "." or ".." in it);
+// otherwise an error that starts with `field`. `missing_hint` is appended when it does not
+// exist. Shared by the workspace and image checks.
+Result<std::string> RequireCanonicalPath(const std::string& field, const std::string& path,
+                                         const std::string& missing_hint = "");
+
 // sbx's private state directory for this uid, created 0700 if missing.
 Result<std::string> StateDirectory();
 
