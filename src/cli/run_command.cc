@@ -25,6 +25,7 @@ struct RunFlags {
   std::string image;
   std::string workspace;
   std::string stdin_path;
+  std::string cgroup = "auto";
   bool json = false;
   std::vector<std::string> overrides;  // applied after the policy file, in order
 };
@@ -70,10 +71,6 @@ Result<void> ApplyOverride(const std::string& flag, const std::string& value, Po
     std::string name = value.substr(0, eq);
     SBX_TRY(ValidateEnvEntry("--env", name, value.substr(eq + 1)));
     policy.env[name] = value.substr(eq + 1);
-  } else if (flag == "--cgroup") {
-    // Parsed here only for the error; RunRunCommand applies it to the CgroupOptions.
-    if (value != "auto" && value != "v2" && value != "v1" && value != "none")
-      return InvalidInput("--cgroup: use auto, v2, v1 or none, not \"" + value + "\"");
   } else if (flag == "--allow-degraded") {
     auto layer = ParseLayer(value);
     if (!layer) return layer.error().Context(flag);
@@ -129,12 +126,17 @@ int RunRunCommand(int argc, char** argv) {
     else if (arg == "--image") flags.image = value;
     else if (arg == "--workspace") flags.workspace = value;
     else if (arg == "--stdin") flags.stdin_path = value;
+    else if (arg == "--cgroup") flags.cgroup = value;
     else overrides.emplace_back(arg, value);
   }
   for (; i < argc; ++i) command.emplace_back(argv[i]);
   if (command.empty()) return Refuse(flags.json, "no command given; usage: sbx run [FLAGS] -- COMMAND [ARG...]");
 
+  if (flags.cgroup != "auto" && flags.cgroup != "v2" && flags.cgroup != "v1" && flags.cgroup != "none")
+    return Refuse(flags.json, "--cgroup: use auto, v2, v1 or none, not \"" + flags.cgroup + "\"");
   RunSpec spec;
+  spec.cgroup_options.try_v2 = flags.cgroup == "auto" || flags.cgroup == "v2";
+  spec.cgroup_options.try_v1 = flags.cgroup == "auto" || flags.cgroup == "v1";
   if (!flags.policy_file.empty()) {
     auto policy = LoadPolicyFile(flags.policy_file);
     if (!policy) return Refuse(flags.json, policy.error().ToString());
@@ -143,11 +145,6 @@ int RunRunCommand(int argc, char** argv) {
   for (const auto& [flag, value] : overrides) {
     if (auto applied = ApplyOverride(flag, value, spec.policy); !applied)
       return Refuse(flags.json, applied.error().ToString());
-  }
-  for (const auto& [flag, value] : overrides) {
-    if (flag != "--cgroup") continue;
-    spec.cgroup_options.try_v2 = value == "auto" || value == "v2";
-    spec.cgroup_options.try_v1 = value == "auto" || value == "v1";
   }
   if (auto valid = ValidatePolicy(spec.policy); !valid) return Refuse(flags.json, valid.error().ToString());
   if (spec.policy.network == NetworkMode::kHost)
