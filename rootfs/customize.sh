@@ -64,6 +64,12 @@ set_hostname() {
     printf '127.0.1.1\t%s\n' "$name" >>"$root/etc/hosts"
 }
 
+# The session driver (the executor's stateful Python sessions) lives in the image, read-only.
+install_session_driver() {
+  install -D -m 0644 -o 0 -g 0 "$(dirname "$recipe")/session_driver.py" \
+    "$root/usr/lib/sbx/session_driver.py"
+}
+
 clean() {
   rm -rf "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* \
     "$root"/var/cache/debconf/*-old "$root"/var/lib/dpkg/*-old \
@@ -86,6 +92,7 @@ case $what in
     add_user
     configure_matplotlib
     set_hostname
+    install_session_driver
     clean
     normalize
     ;;

@@ -103,6 +103,7 @@ pid_t CloneSandbox(uint64_t flags, int cgroup_fd, int* pidfd) {
 
 RunStatus StatusFrom(const SupervisionOutcome& outcome, const CgroupUsage& usage, RunResult& result) {
   if (outcome.timed_out) return RunStatus::kTimedOut;
+  if (outcome.cancelled) return RunStatus::kCancelled;
   if (!outcome.program_status) {
     // The init died without reporting: killed from outside, or the memory limit hit it.
     result.signal = WIFSIGNALED(outcome.init_status) ? WTERMSIG(outcome.init_status) : SIGKILL;
@@ -135,7 +136,9 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   auto mapping = ComputeIdMapping(::geteuid(), ::getegid());
   if (!mapping) return mapping.error();
   std::optional<Workspace> workspace;
-  if (!spec.workspace_dir.empty()) {
+  if (spec.held_workspace != nullptr) {
+    if (spec.held_workspace->fd.get() < 0) return InvalidInput("held_workspace: not open");
+  } else if (!spec.workspace_dir.empty()) {
     auto opened = OpenWorkspace(spec.workspace_dir);
     if (!opened) return opened.error();
     workspace = std::move(*opened);
@@ -183,17 +186,19 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
     result.degraded.push_back("cgroup:" + missing.substr(1));
   }
 
-  if (!workspace) {
+  if (!workspace && spec.held_workspace == nullptr) {
     auto temporary = CreateTemporaryWorkspace(mapping->host_uid, mapping->host_gid);
     if (!temporary) return temporary.error();
     workspace = std::move(*temporary);
   }
+  // A held workspace is the caller's to remove; one made here is removed with the run.
+  const Workspace& run_workspace = spec.held_workspace ? *spec.held_workspace : *workspace;
   struct TemporaryWorkspaceRemover {
-    const Workspace& workspace;
+    const std::optional<Workspace>& workspace;
     ~TemporaryWorkspaceRemover() {
-      if (workspace.temporary) (void)RemoveTree(workspace.path);
+      if (workspace && workspace->temporary) (void)RemoveTree(workspace->path);
     }
-  } remove_workspace{*workspace};
+  } remove_workspace{workspace};
 
   auto out_pipe = MakePipe("stdout");
   if (!out_pipe) return out_pipe.error();
@@ -218,8 +223,8 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   plan.stderr_fd = err_pipe->write.get();
   plan.root_mode = mapping->root_mode;
   plan.set_up_loopback = policy.network == NetworkMode::kNone;
-  plan.mounts = PrepareMountsInParent(image->path, image->fd.get(), workspace->path,
-                                      workspace->fd.get(), policy.limits);
+  plan.mounts = PrepareMountsInParent(image->path, image->fd.get(), run_workspace.path,
+                                      run_workspace.fd.get(), policy.limits);
   plan.rlimits = PlanRlimits(policy.limits, enforced.memory, enforced.pids);
   plan.capabilities = *capabilities;
   plan.seccomp = seccomp;
@@ -270,7 +275,8 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   }
   OutputCapture out(policy.limits.output_bytes, forward_out ? &*forward_out : nullptr);
   OutputCapture err(policy.limits.output_bytes, forward_err ? &*forward_err : nullptr);
-  SupervisedChild child{pid, pidfd.get(), sync_parent.get(), out_pipe->read.get(), err_pipe->read.get()};
+  SupervisedChild child{pid, pidfd.get(), sync_parent.get(), out_pipe->read.get(), err_pipe->read.get(),
+                        spec.cancel_fd};
   auto kill_all = [&cgroup] {
     if (cgroup) cgroup->KillAll();
   };

@@ -44,6 +44,7 @@
 #include "sandbox/error.h"
 #include "sandbox/policy.h"
 #include "sandbox/run_result.h"
+#include "sandbox/workspace.h"
 
 namespace sbx {
 
@@ -52,10 +53,17 @@ struct RunSpec {
   std::vector<std::string> argv;
   std::string image_dir;       // the read-only lower layer
   std::string workspace_dir;   // empty: a fresh temporary workspace, removed afterwards
+  // A workspace the caller opened (OpenWorkspace) or created (CreateTemporaryWorkspace) and
+  // keeps across runs, such as a session's; wins over workspace_dir; never removed here.
+  const Workspace* held_workspace = nullptr;
   int stdin_fd = -1;           // -1: /dev/null
   bool pass_through_output = false;  // also forward output to fds 1 and 2 as it arrives
   CgroupOptions cgroup_options;
   double kill_grace_seconds = 0.5;  // between SIGTERM and SIGKILL at the timeout
+  // When this fd becomes readable or hung up (an eventfd written, a pipe's write end closed)
+  // the run is stopped as at the timeout and ends kCancelled. Lets a caller that runs
+  // RunSandboxed on its own thread (a session) end it. Not owned; -1: none.
+  int cancel_fd = -1;
 };
 
 // Runs spec.argv in a fresh sandbox and waits for it. An Error means sbx refused or could not

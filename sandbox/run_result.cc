@@ -14,6 +14,7 @@ const char* RunStatusName(RunStatus status) {
     case RunStatus::kPidsLimit: return "pids_limit";
     case RunStatus::kSeccompViolation: return "seccomp_violation";
     case RunStatus::kSetupFailed: return "setup_failed";
+    case RunStatus::kCancelled: return "cancelled";
   }
   return "unknown";
 }
@@ -22,6 +23,7 @@ int ExitCodeFor(const RunResult& result) {
   switch (result.status) {
     case RunStatus::kSetupFailed: return 125;
     case RunStatus::kTimedOut: return 124;
+    case RunStatus::kCancelled: return 128 + 15;
     case RunStatus::kExited:
       return result.exec_failure_code != 0 ? result.exec_failure_code : result.exit_code;
     case RunStatus::kPidsLimit:

@@ -15,6 +15,7 @@ enum class RunStatus {
   kPidsLimit,         // it failed after hitting the pids limit
   kSeccompViolation,  // killed by SIGSYS from the syscall filter
   kSetupFailed,       // the sandbox could not be set up; nothing of the program ran
+  kCancelled,         // the caller stopped it (RunSpec::cancel_fd), like a timeout
 };
 
 // One line of the `enforcement` map: a limit or layer and what enforced it.
@@ -44,7 +45,8 @@ struct RunResult {
 const char* RunStatusName(RunStatus status);
 
 // The CLI exit code for a result (DESIGN.md): the program's code; 128+N for signal N;
-// 124 timed out; 125 setup failed; 126 cannot execute; 127 not found.
+// 124 timed out; 125 setup failed; 126 cannot execute; 127 not found; 143 cancelled (stopped
+// with SIGTERM, as `docker stop` reports it).
 int ExitCodeFor(const RunResult& result);
 
 // The whole result as one JSON object (the `sbx run --json` contract).

@@ -18,10 +18,12 @@ struct SupervisedChild {
   int sync_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
+  int cancel_fd = -1;  // readable or hung up: stop the run as at the timeout (-1: none)
 };
 
 struct SupervisionOutcome {
   bool timed_out = false;
+  bool cancelled = false;  // stopped through cancel_fd (and not by the timeout first)
   std::optional<ChildReport> setup_failure;  // first kSetupFailed report
   std::optional<int> exec_errno;             // kExecFailed
   std::optional<int> program_status;         // wait status reported by the init

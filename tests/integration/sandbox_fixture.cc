@@ -112,6 +112,45 @@ bool InCgroup2Vm() {
   return in_vm != nullptr && std::string(in_vm) == "1";
 }
 
+std::vector<std::string> EntriesWithPrefix(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> found;
+  if (DIR* handle = ::opendir(dir.c_str())) {
+    while (struct dirent* entry = ::readdir(handle)) {
+      if (std::string(entry->d_name).rfind(prefix, 0) == 0) found.push_back(dir + "/" + entry->d_name);
+    }
+    ::closedir(handle);
+  }
+  return found;
+}
+
+// Cgroups named after `pid` in every hierarchy this process belongs to.
+std::vector<std::string> CgroupsOf(pid_t pid) {
+  std::vector<std::string> found;
+  std::ifstream cgroups("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cgroups, line)) {
+    auto first = line.find(':'), second = line.find(':', first + 1);
+    std::string controllers = line.substr(first + 1, second - first - 1);
+    std::string path = line.substr(second + 1);
+    if (controllers.rfind("name=", 0) == 0) continue;
+    std::string mount = controllers.empty() ? "/sys/fs/cgroup/unified" : "/sys/fs/cgroup/" + controllers;
+    if (controllers.empty() && ::access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0) mount = "/sys/fs/cgroup";
+    for (const std::string& parent : {mount + path, mount + path.substr(0, path.rfind('/'))}) {
+      auto entries = EntriesWithPrefix(parent, "sbx-" + std::to_string(pid) + "-");
+      found.insert(found.end(), entries.begin(), entries.end());
+    }
+  }
+  return found;
+}
+
+size_t HostMountCount() {
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  std::string line;
+  size_t count = 0;
+  while (std::getline(mountinfo, line)) ++count;
+  return count;
+}
+
 double WallClockScale() { return InCgroup2Vm() ? 10.0 : 1.0; }
 
 }  // namespace sbx::testing

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -44,6 +46,13 @@ class ScratchDir {
 
 // Host processes whose command line contains `token` (to prove nothing survived).
 std::vector<int> HostProcessesWith(const std::string& token);
+
+// Entries of `dir` whose names start with `prefix`, as full paths.
+std::vector<std::string> EntriesWithPrefix(const std::string& dir, const std::string& prefix);
+// Cgroups named after runner `pid` (sbx-<pid>-*) in every hierarchy this process belongs to.
+std::vector<std::string> CgroupsOf(pid_t pid);
+// Lines of /proc/self/mountinfo.
+size_t HostMountCount();
 
 // True inside tools/vm's cgroup v2 VM (SBX_IN_CGROUP2_VM=1), where v2 must be used.
 bool InCgroup2Vm();

@@ -23,6 +23,8 @@ TEST(ExitCode, FollowsTheTable) {
   EXPECT_EQ(ExitCodeFor(With(RunStatus::kSignaled, 0, 15)), 143);
   EXPECT_EQ(ExitCodeFor(With(RunStatus::kTimedOut, 0, 9)), 124);
   EXPECT_EQ(ExitCodeFor(With(RunStatus::kSetupFailed)), 125);
+  EXPECT_EQ(ExitCodeFor(With(RunStatus::kCancelled)), 143);
+  EXPECT_STREQ(RunStatusName(RunStatus::kCancelled), "cancelled");
   EXPECT_EQ(ExitCodeFor(With(RunStatus::kOomKilled, 0, 9)), 137);
   EXPECT_EQ(ExitCodeFor(With(RunStatus::kSeccompViolation, 0, 31)), 159);
   RunResult missing = With(RunStatus::kExited, 127);

@@ -1,0 +1,394 @@
+"""The sbx session driver: runs code blocks in one persistent Python namespace.
+
+Installed in the image as /usr/lib/sbx/session_driver.py; the executor (src/executor/) starts
+it as the program of a session's sandbox with a socket as fd 0, and speaks this protocol:
+
+  frame     = 4-byte big-endian length N, then N bytes (N <= MAX_FRAME)
+  driver -> {"op": "ready", "python": "3.11.2"}                      once, at start
+  host   -> {"op": "exec", "id": 7, "language": "python"|"bash"|"sh",
+             "timeout_seconds": 30.0, "output_bytes": 1048576,
+             "figures_dir": "output/figures"}                         then a frame of source bytes
+  driver -> {"id": 7, "outcome": "ok"|"error"|"timeout", "exit_code": 0,
+             "stdout": "...", "stderr": "...", "output": [["stdout", "..."], ...],
+             "stdout_truncated": false, "stderr_truncated": false,
+             "result": "repr of a trailing expression" | null,
+             "error": {"type": ..., "message": ..., "traceback": ...} | null,
+             "figures": ["output/figures/cell-7-1.png"], "cpu_ms": 12}
+  host   -> {"op": "close"}                                           the driver exits 0
+
+The source reaches Python as a file (/tmp/.sbx-cells/cell-<id>.py), compiled from its bytes
+as `python3 file.py` would (PEP 263 coding, CRLF, NUL bytes are a SyntaxError), so
+tracebacks show its lines. Output of the code and of every process it starts goes through
+fds 1 and 2, which point at pipes drained by a thread while the cell runs, so `print`,
+`os.system` and subprocesses all land in order. The drained output is also copied to the
+session's own stdout and stderr after a CELL_MARKER line, so the host can recover a cell's
+output from the sandbox's capture when it had to kill the session. The timeout raises KeyboardInterrupt in the
+cell; a cell that survives it is killed by the host together with the whole session.
+A malformed request ends the driver with exit code 3: the host treats that as a lost session.
+"""
+
+import ast
+import builtins
+import io
+import json
+import os
+import resource
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import traceback
+import warnings
+
+MAX_FRAME = 256 << 20
+MAX_REPR = 64 << 10
+CELL_DIR = "/tmp/.sbx-cells"
+DRIVER_FILE = os.path.abspath(__file__)
+# Written to the session's own stdout and stderr before each cell's mirrored output.
+CELL_MARKER = b"\x1esbx-cell %d\x1e\n"
+
+
+class ProtocolError(Exception):
+    pass
+
+
+def read_exact(fd, n):
+    chunks = []
+    while n:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd):
+    (length,) = struct.unpack(">I", read_exact(fd, 4))
+    if length > MAX_FRAME:
+        raise ProtocolError("frame of %d bytes exceeds %d" % (length, MAX_FRAME))
+    return read_exact(fd, length)
+
+
+def write_frame(fd, payload):
+    data = struct.pack(">I", len(payload)) + payload
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+class StreamCapture:
+    """Head and tail of one stream within a byte budget, like the sandbox's own capture."""
+
+    def __init__(self, budget):
+        self.head_budget = budget // 2
+        self.tail_budget = budget - self.head_budget
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, data):
+        room = self.head_budget - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            excess = len(self.tail) - self.tail_budget
+            if excess > 0:
+                del self.tail[:excess]
+                self.dropped += excess
+
+    def text(self):
+        marker = b""
+        if self.dropped:
+            marker = b"\n[... %d bytes cut by sbx ...]\n" % self.dropped
+        return (bytes(self.head) + marker + bytes(self.tail)).decode("utf-8", "replace")
+
+
+class OutputPipes:
+    """Points fds 1 and 2 at fresh pipes for one cell and drains them on a thread."""
+
+    def __init__(self, cell, budget):
+        self.captures = {"stdout": StreamCapture(budget), "stderr": StreamCapture(budget)}
+        self.order = []  # [stream, bytes] chunks as they arrived, within 2 * budget
+        self.order_budget = 2 * budget
+        self.order_bytes = 0
+        self.order_cut = False
+        self.saved = {1: os.dup(1), 2: os.dup(2)}
+        for fd in self.saved.values():
+            os.write(fd, CELL_MARKER % cell)
+        self.readers = {}
+        for fd, name in ((1, "stdout"), (2, "stderr")):
+            r, w = os.pipe()
+            os.dup2(w, fd)
+            os.close(w)
+            os.set_blocking(r, False)
+            self.readers[r] = name
+        self.stop = False
+        self.thread = threading.Thread(target=self.drain, daemon=True)
+        self.thread.start()
+
+    def take(self, fd):
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return False
+        if not data:
+            return False
+        name = self.readers[fd]
+        self.captures[name].add(data)
+        # Mirrored to the session's own output, which the host keeps (head and tail) even if it
+        # has to kill the session: the output of a cell that ignored its timeout survives.
+        try:
+            os.write(self.saved[1 if name == "stdout" else 2], data)
+        except OSError:
+            pass
+        if self.order_bytes + len(data) <= self.order_budget:
+            if self.order and self.order[-1][0] == name:
+                self.order[-1][1] += data
+            else:
+                self.order.append([name, bytearray(data)])
+            self.order_bytes += len(data)
+        else:
+            self.order_cut = True
+        return True
+
+    def drain(self):
+        while not self.stop:
+            ready, _, _ = select.select(list(self.readers), [], [], 0.05)
+            for fd in ready:
+                self.take(fd)
+
+    def finish(self):
+        """Restores fds 1 and 2; everything written before now is in the pipes and is read."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        for fd, saved in self.saved.items():
+            os.dup2(saved, fd)
+            os.close(saved)
+        self.stop = True
+        self.thread.join()
+        for fd in self.readers:
+            while self.take(fd):
+                pass
+            os.close(fd)  # a background process writing later gets EPIPE
+
+
+class CellTimeout(BaseException):
+    pass
+
+
+class Session:
+    def __init__(self, channel):
+        self.channel = channel
+        self.namespace = {"__name__": "__main__", "__builtins__": builtins}
+        self.home = os.getcwd()  # figures are saved relative to it, wherever a cell chdirs
+        self.in_cell = False
+        # Unbuffered text streams on fds 1 and 2, so Python's writes and those of child
+        # processes reach the pipes in the order they were made.
+        self.streams = tuple(
+            io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding="utf-8",
+                             errors="backslashreplace", write_through=True)
+            for fd in (1, 2))
+        os.makedirs(CELL_DIR, mode=0o700, exist_ok=True)
+
+    def run(self, idle_seconds):
+        write_frame(self.channel, json.dumps(
+            {"op": "ready", "python": sys.version.split()[0]}).encode())
+        while True:
+            ready, _, _ = select.select([self.channel], [], [], idle_seconds or None)
+            if not ready:
+                return 0  # idle timeout: the host sees the session end
+            try:
+                header = json.loads(read_frame(self.channel))
+            except EOFError:
+                return 0
+            except (ProtocolError, ValueError) as e:
+                sys.stderr.write("sbx session driver: bad request frame: %s\n" % e)
+                return 3
+            if not isinstance(header, dict) or header.get("op") not in ("exec", "close"):
+                sys.stderr.write("sbx session driver: unknown request %r\n" % (header,))
+                return 3
+            if header["op"] == "close":
+                return 0
+            try:
+                source = read_frame(self.channel)
+            except (EOFError, ProtocolError) as e:
+                sys.stderr.write("sbx session driver: missing source frame: %s\n" % e)
+                return 3
+            reply = self.execute(header, source)
+            # Lone surrogates (from a repr, say) would make the JSON invalid: replaced.
+            text = json.dumps(reply, ensure_ascii=False)
+            write_frame(self.channel, text.encode("utf-8", "replace"))
+
+    def execute(self, header, source):
+        cell = int(header.get("id", 0))
+        language = header.get("language")
+        timeout = float(header.get("timeout_seconds", 60))
+        pipes = OutputPipes(cell, int(header.get("output_bytes", 1 << 20)))
+        cpu_start = self.cpu_seconds()
+        reply = {"id": cell, "outcome": "ok", "exit_code": 0, "result": None, "error": None,
+                 "figures": []}
+        try:
+            if language == "python":
+                self.run_python(cell, source, timeout, reply)
+            else:
+                self.run_shell(cell, language, source, timeout, reply)
+            reply["figures"] = self.save_figures(cell, header.get("figures_dir"))
+        finally:
+            pipes.finish()
+        reply["cpu_ms"] = int((self.cpu_seconds() - cpu_start) * 1000)
+        for name, capture in pipes.captures.items():
+            reply[name] = capture.text()
+            reply[name + "_truncated"] = capture.dropped > 0
+        reply["output"] = [[name, bytes(data).decode("utf-8", "replace")]
+                           for name, data in pipes.order]
+        reply["output_truncated"] = pipes.order_cut
+        return reply
+
+    @staticmethod
+    def cpu_seconds():
+        """The driver's CPU time and that of the processes it has reaped (shell cells)."""
+        total = 0.0
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+            usage = resource.getrusage(who)
+            total += usage.ru_utime + usage.ru_stime
+        return total
+
+    def cell_file(self, cell, suffix, source):
+        path = os.path.join(CELL_DIR, "cell-%d.%s" % (cell, suffix))
+        with open(path, "wb") as f:
+            f.write(source)
+        return path
+
+    def run_python(self, cell, source, timeout, reply):
+        path = self.cell_file(cell, "py", source)
+        sys.stdout, sys.stderr = self.streams  # again, in case the last cell replaced them
+
+        def on_alarm(signum, frame):
+            if self.in_cell:  # not once the cell has returned and the timer is being stopped
+                raise CellTimeout()
+
+        try:
+            body, last = self.compile_cell(source, path)
+        except (SyntaxError, ValueError) as e:  # as python3 prints it: no driver frames
+            text = "".join(traceback.format_exception_only(type(e), e))
+            reply.update(outcome="error", exit_code=1)
+            reply["error"] = {"type": type(e).__name__, "message": str(e), "traceback": text}
+            sys.stderr.write(text)
+            return
+        signal.signal(signal.SIGALRM, on_alarm)
+        try:
+            self.in_cell = True
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            exec(body, self.namespace)
+            if last is not None:
+                value = eval(last, self.namespace)
+                if value is not None:
+                    self.namespace["_"] = value
+                    text = repr(value)
+                    reply["result"] = text if len(text) <= MAX_REPR else (
+                        text[:MAX_REPR] + "... [repr cut by sbx]")
+        except CellTimeout:
+            reply.update(outcome="timeout", exit_code=124)
+            reply["error"] = {"type": "TimeoutError",
+                              "message": "the execution exceeded %gs and was interrupted"
+                                         % timeout, "traceback": ""}
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            if e.code is not None and not isinstance(e.code, int):
+                sys.stderr.write("%s\n" % (e.code,))
+            reply["exit_code"] = code
+            if code:
+                reply["outcome"] = "error"
+        except BaseException as e:
+            reply.update(outcome="error", exit_code=1)
+            reply["error"] = self.describe(e)
+            sys.stderr.write(reply["error"]["traceback"])
+        finally:
+            self.in_cell = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            sys.stdout.flush()
+            sys.stderr.flush()
+
+    @staticmethod
+    def compile_cell(source, path):
+        if b"\0" in source:  # python3 file.py's own words (compile() says ValueError)
+            raise SyntaxError("source code cannot contain null bytes", (path, 1, 0, ""))
+        tree = ast.parse(source, path)  # bytes: the coding cookie and BOM rules of a file
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = compile(ast.Expression(tree.body.pop().value), path, "eval")
+        return compile(tree, path, "exec"), last
+
+    @staticmethod
+    def describe(error):
+        te = traceback.TracebackException.from_exception(error)
+        te.stack = traceback.StackSummary.from_list(
+            [f for f in te.stack if f.filename != DRIVER_FILE])
+        text = "".join(te.format())
+        if len(text) > MAX_REPR:
+            text = text[:MAX_REPR // 2] + "\n[... cut by sbx ...]\n" + text[-MAX_REPR // 2:]
+        return {"type": type(error).__name__, "message": str(error), "traceback": text}
+
+    def run_shell(self, cell, language, source, timeout, reply):
+        path = self.cell_file(cell, "sh", source)
+        process = subprocess.Popen([language, path], stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+        try:
+            reply["exit_code"] = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)  # its group; the pid is ours, not reaped
+            process.wait()
+            reply.update(outcome="timeout", exit_code=124)
+            reply["error"] = {"type": "TimeoutError",
+                              "message": "the execution exceeded %gs and was killed" % timeout,
+                              "traceback": ""}
+            return
+        if reply["exit_code"] < 0:
+            reply["exit_code"] = 128 - reply["exit_code"]
+        if reply["exit_code"]:
+            reply["outcome"] = "error"
+
+    def save_figures(self, cell, figures_dir):
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None or not figures_dir:
+            return []
+        saved = []
+        numbers = plt.get_fignums()
+        if numbers:
+            os.makedirs(os.path.join(self.home, figures_dir), exist_ok=True)
+        for index, number in enumerate(numbers, 1):
+            path = os.path.join(figures_dir, "cell-%d-%d.png" % (cell, index))
+            try:
+                plt.figure(number).savefig(os.path.join(self.home, path))
+                saved.append(path)
+            except Exception as e:
+                sys.stderr.write("sbx: could not save figure %d: %s\n" % (number, e))
+        plt.close("all")
+        return saved
+
+
+def main():
+    idle_seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 0
+    channel = os.dup(0)  # the socket; user code gets /dev/null as stdin
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    # plt.show() on Agg returns at once; its "non-interactive" warning is noise here.
+    warnings.filterwarnings("ignore", message=".*non-interactive.*")
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    sys.argv = ["cell"]
+    return Session(channel).run(idle_seconds)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+// SessionExecutor, LocalExecutor and SandboxExecutor: workspaces, sessions and results.
+#include "src/executor/executors.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "sandbox/image.h"
+#include "sandbox/launcher.h"
+#include "sandbox/userns.h"
+#include "src/executor/workspace_changes.h"
+
+namespace sbx::executor {
+namespace {
+
+std::string SecondsArg(double seconds) { return std::to_string(seconds); }
+
+// Adds one block's result to the call's: output accumulates, the ending is the last block's.
+void Merge(CodeResult& total, CodeResult&& block) {
+  total.status = block.status;
+  total.exit_code = block.exit_code;
+  total.output += block.output;
+  total.stdout_text += block.stdout_text;
+  total.stderr_text += block.stderr_text;
+  total.stdout_truncated = total.stdout_truncated || block.stdout_truncated;
+  total.stderr_truncated = total.stderr_truncated || block.stderr_truncated;
+  total.output_truncated = total.output_truncated || block.output_truncated;
+  total.value = std::move(block.value);
+  total.error = std::move(block.error);
+  total.wall_ms += block.wall_ms;
+  total.cpu_ms += block.cpu_ms;
+  total.peak_memory_bytes = std::max(total.peak_memory_bytes, block.peak_memory_bytes);
+  for (std::string& image : block.images) total.images.push_back(std::move(image));
+  total.state_lost = total.state_lost || block.state_lost;
+  total.rejected = total.rejected || block.rejected;
+  if (!block.notice.empty()) total.notice += (total.notice.empty() ? "" : "; ") + block.notice;
+}
+
+// A call refused before anything ran.
+CodeResult Rejected(const Error& error) {
+  CodeResult rejected;
+  rejected.rejected = true;
+  rejected.exit_code = 125;
+  rejected.notice = "nothing was run: " + error.message;
+  return rejected;
+}
+
+}  // namespace
+
+Result<void> ValidateBlocks(const std::vector<CodeBlock>& blocks) {
+  if (blocks.empty()) return InvalidInput("no code blocks to run; pass at least one");
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const std::string& language = blocks[i].language;
+    if (language != "python" && language != "bash" && language != "sh") {
+      return InvalidInput("block " + std::to_string(i) + ": unknown language \"" + language +
+                          "\"; use python, bash or sh");
+    }
+  }
+  return {};
+}
+
+SessionExecutor::SessionExecutor(ExecutorOptions options) : options_(std::move(options)) {}
+
+SessionExecutor::~SessionExecutor() {
+  Close();
+  if (workspace_.temporary && !workspace_.path.empty()) (void)RemoveTree(workspace_.path);
+}
+
+Result<void> SessionExecutor::Prepare(bool local) {
+  SBX_TRY(ValidatePolicy(options_.policy));
+  SBX_TRY(ValidateManifest(options_.manifest));
+  if (options_.session_idle_seconds < 0 || options_.session_max_seconds < LimitRanges::kMinTimeout ||
+      options_.session_max_seconds > LimitRanges::kMaxTimeout) {
+    return InvalidInput("session_idle_seconds must be >= 0 and session_max_seconds within 0.01 s..7 days");
+  }
+  image_dir_ = options_.image_dir;
+  if (image_dir_.empty()) {
+    auto image = FindDefaultImage();
+    if (!image) return image.error();
+    image_dir_ = image->path;
+  }
+  FileOwner owner{::geteuid(), ::getegid()};
+  if (!local) {
+    auto mapping = ComputeIdMapping(::geteuid(), ::getegid());
+    if (!mapping) return mapping.error();
+    owner = FileOwner{mapping->host_uid, mapping->host_gid};
+  }
+  if (!options_.workspace_dir.empty()) {
+    auto opened = OpenWorkspace(options_.workspace_dir);
+    if (!opened) return opened.error();
+    workspace_ = std::move(*opened);
+  } else if (local) {
+    return InvalidInput("LocalExecutor: workspace_dir is required (there is no sandbox to make one)");
+  } else {
+    auto created = CreateTemporaryWorkspace(owner.uid, owner.gid);
+    if (!created) return created.error();
+    workspace_ = std::move(*created);
+  }
+  auto staged = StageManifestAt(workspace_.fd.get(), options_.manifest, owner);
+  if (!staged) return staged.error().Context("manifest");
+  return {};
+}
+
+Result<std::unique_ptr<SessionExecutor>> SessionExecutor::Create(ExecutorOptions options) {
+  std::unique_ptr<SessionExecutor> executor(new SessionExecutor(std::move(options)));
+  SBX_TRY(executor->Prepare(/*local=*/false));
+  return executor;
+}
+
+Result<std::unique_ptr<DriverProcess>> SessionExecutor::StartDriver() {
+  RunSpec spec;
+  spec.policy = options_.policy;
+  spec.policy.limits.timeout_seconds = options_.session_max_seconds;
+  spec.argv = {"/usr/bin/python3", kSessionDriverPath, SecondsArg(options_.session_idle_seconds)};
+  spec.image_dir = image_dir_;
+  spec.held_workspace = &workspace_;
+  spec.cgroup_options = options_.cgroup_options;
+  return StartSandboxedDriver(std::move(spec));
+}
+
+Result<CodeResult> SessionExecutor::Execute(const std::vector<CodeBlock>& blocks) {
+  if (auto valid = ValidateBlocks(blocks); !valid) return Rejected(valid.error());
+  CodeResult total;
+  if (session_ && session_->EndedWhileIdle()) {
+    session_.reset();
+    pending_notice_ = "the previous session ended while idle (idle timeout or its lifetime): its "
+                      "variables and imports are lost; this is a fresh session";
+  }
+  if (!session_) {
+    auto driver = StartDriver();
+    if (!driver) return driver.error();
+    SessionConfig config;
+    config.exec_timeout_seconds = options_.policy.limits.timeout_seconds;
+    config.grace_seconds = options_.grace_seconds;
+    config.output_bytes = options_.policy.limits.output_bytes;
+    config.figures_dir = options_.figures_dir;
+    auto started = PythonSession::Start(std::move(*driver), config);
+    if (!started) return started.error();
+    session_ = std::move(*started);
+  }
+  total.notice = std::exchange(pending_notice_, "");
+  WorkspaceSnapshot before = SnapshotWorkspace(workspace_.fd.get());
+  for (const CodeBlock& block : blocks) {
+    CodeResult result = session_->Run(block);
+    ++total.blocks_run;
+    bool failed = result.status != RunStatus::kExited || result.exit_code != 0 || result.rejected;
+    Merge(total, std::move(result));
+    if (!session_->alive()) {
+      session_.reset();
+      pending_notice_ = "a fresh session: the previous one was lost (" + std::string(RunStatusName(total.status)) +
+                        "), with its variables and imports";
+    }
+    if (failed || !session_) break;
+  }
+  total.files_changed = ChangedFiles(before, SnapshotWorkspace(workspace_.fd.get()));
+  return total;
+}
+
+void SessionExecutor::Close() {
+  if (session_) session_->Close();
+  session_.reset();
+}
+
+Result<CopyOutResult> SessionExecutor::CopyOutputs(const std::vector<std::string>& requests,
+                                                   const std::string& host_dir) {
+  Close();  // copy-out only once every process of the sandbox is dead
+  return CopyOut(workspace_.path, requests, host_dir);
+}
+
+Result<ArchiveReport> SessionExecutor::PersistWorkspace(const std::string& archive_path) {
+  Close();
+  return PersistWorkspaceTar(workspace_.path, archive_path);
+}
+
+Result<std::unique_ptr<LocalExecutor>> LocalExecutor::Create(ExecutorOptions options) {
+  std::unique_ptr<LocalExecutor> executor(new LocalExecutor(std::move(options)));
+  SBX_TRY(executor->Prepare(/*local=*/true));
+  std::fprintf(stderr,
+               "sbx: WARNING: LocalExecutor runs code directly on this host with NO ISOLATION "
+               "(no namespaces, limits or syscall filter). Use it for development only.\n");
+  return executor;
+}
+
+Result<std::unique_ptr<DriverProcess>> LocalExecutor::StartDriver() {
+  return StartLocalDriver({"/usr/bin/python3", image_dir_ + kSessionDriverPath,
+                           SecondsArg(options_.session_idle_seconds)},
+                          workspace_.path);
+}
+
+Result<std::unique_ptr<SandboxExecutor>> SandboxExecutor::Create(ExecutorOptions options) {
+  SBX_TRY(ValidatePolicy(options.policy));
+  SBX_TRY(ValidateManifest(options.manifest));
+  return std::unique_ptr<SandboxExecutor>(new SandboxExecutor(std::move(options)));
+}
+
+Result<CodeResult> SandboxExecutor::Execute(const std::vector<CodeBlock>& blocks) {
+  if (auto valid = ValidateBlocks(blocks); !valid) return Rejected(valid.error());
+  auto session = SessionExecutor::Create(options_);
+  if (!session) return session.error();
+  return (*session)->Execute(blocks);  // the session and its temporary workspace end here
+}
+
+}  // namespace sbx::executor

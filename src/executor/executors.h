@@ -1,0 +1,104 @@
+// The three CodeExecutors.
+//
+//   SessionExecutor  one sandbox that lives across Execute calls: Python variables, imports
+//                    and files persist, like a notebook. Memory and pids limits hold for the
+//                    session as a whole; a session lost to a timeout, OOM or crash is
+//                    replaced by a fresh one at the next call, and the result says so.
+//   SandboxExecutor  a fresh sandbox (and, unless a workspace is given, a fresh workspace)
+//                    per Execute call: nothing carries over.
+//   LocalExecutor    NO ISOLATION, for development only: the driver runs on the host as the
+//                    caller, in the workspace directory. It warns when created, its Name()
+//                    says so, and it still never passes the caller's environment.
+//
+// Usage:
+//   ExecutorOptions options;                 // policy, image, workspace, manifest
+//   options.manifest.AddHostFile("data.csv", "/srv/data.csv");
+//   auto session = SessionExecutor::Create(std::move(options));
+//   auto r = (*session)->Execute({{"python", "import pandas as pd\ndf = pd.read_csv('data.csv')"}});
+//   (*session)->CopyOutputs({"report.md", "output/figures"}, "/srv/out");   // ends the session
+//
+// Policy: limits.timeout_seconds is the timeout of one block; the session's sandbox itself
+// lives at most `session_max_seconds` and ends after `session_idle_seconds` without a request.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sandbox/cgroup.h"
+#include "sandbox/copy_out.h"
+#include "sandbox/manifest.h"
+#include "sandbox/policy.h"
+#include "sandbox/workspace.h"
+#include "sandbox/workspace_archive.h"
+#include "src/executor/code_executor.h"
+#include "src/executor/python_session.h"
+
+namespace sbx::executor {
+
+struct ExecutorOptions {
+  Policy policy;
+  std::string image_dir;      // empty: the default image
+  std::string workspace_dir;  // empty: a temporary workspace, removed with the executor
+  Manifest manifest;          // staged into the workspace before the first execution
+  double session_idle_seconds = 900;
+  double session_max_seconds = 24 * 3600;
+  double grace_seconds = 2;   // after a block's timeout, before the session is killed
+  std::string figures_dir = "output/figures";
+  CgroupOptions cgroup_options;
+};
+
+class SessionExecutor : public CodeExecutor {
+ public:
+  static Result<std::unique_ptr<SessionExecutor>> Create(ExecutorOptions options);
+  ~SessionExecutor() override;
+
+  Result<CodeResult> Execute(const std::vector<CodeBlock>& blocks) override;
+  std::string Name() const override { return "session"; }
+
+  // End the session (its processes are all dead when these run), then copy declared outputs
+  // to `host_dir` / write the workspace as a tar. The next Execute starts a fresh session.
+  Result<CopyOutResult> CopyOutputs(const std::vector<std::string>& requests, const std::string& host_dir);
+  Result<ArchiveReport> PersistWorkspace(const std::string& archive_path);
+  // Ends the session; nothing is left running. Idempotent.
+  void Close();
+  const std::string& workspace_dir() const { return workspace_.path; }
+
+ protected:
+  explicit SessionExecutor(ExecutorOptions options);
+  Result<void> Prepare(bool local);
+  virtual Result<std::unique_ptr<DriverProcess>> StartDriver();
+
+  ExecutorOptions options_;
+  Workspace workspace_;
+  std::string image_dir_;
+  std::unique_ptr<PythonSession> session_;
+  std::string pending_notice_;  // why the previous session ended, told with the next result
+};
+
+class LocalExecutor final : public SessionExecutor {
+ public:
+  // Warns on stderr. options.workspace_dir is required (there is no sandbox to make one).
+  static Result<std::unique_ptr<LocalExecutor>> Create(ExecutorOptions options);
+  std::string Name() const override { return "local (NO ISOLATION)"; }
+
+ private:
+  explicit LocalExecutor(ExecutorOptions options) : SessionExecutor(std::move(options)) {}
+  Result<std::unique_ptr<DriverProcess>> StartDriver() override;
+};
+
+class SandboxExecutor final : public CodeExecutor {
+ public:
+  static Result<std::unique_ptr<SandboxExecutor>> Create(ExecutorOptions options);
+  Result<CodeResult> Execute(const std::vector<CodeBlock>& blocks) override;
+  std::string Name() const override { return "sandbox"; }
+
+ private:
+  explicit SandboxExecutor(ExecutorOptions options) : options_(std::move(options)) {}
+  ExecutorOptions options_;
+};
+
+// Where the session driver lives inside the image.
+inline constexpr const char* kSessionDriverPath = "/usr/lib/sbx/session_driver.py";
+
+}  // namespace sbx::executor

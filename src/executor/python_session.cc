@@ -1,0 +1,171 @@
+// Talking to the session driver: requests out, strictly parsed replies in, losses explained.
+#include "src/executor/python_session.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "src/executor/frame_channel.h"
+#include "src/executor/session_protocol.h"
+
+namespace sbx::executor {
+namespace {
+
+std::string FormatSeconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", seconds);
+  return text;
+}
+
+uint64_t ElapsedMs(std::chrono::steady_clock::time_point since) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now() - since)
+                                   .count());
+}
+
+// What the driver mirrored of cell `id` to the session's own stream (CELL_MARKER in
+// rootfs/session_driver.py): the output of a cell whose session had to be killed.
+std::string CellOutputFrom(const std::string& captured, int id) {
+  const std::string marker = "\x1esbx-cell " + std::to_string(id) + "\x1e\n";
+  size_t at = captured.rfind(marker);
+  return at == std::string::npos ? std::string() : captured.substr(at + marker.size());
+}
+
+// Slack for the driver's own work around a block (saving figures, encoding the reply): a
+// block that ignores its interrupt is killed at timeout + grace + this.
+constexpr double kReplySlackSeconds = 2;
+
+}  // namespace
+
+PythonSession::PythonSession(std::unique_ptr<DriverProcess> driver, const SessionConfig& config)
+    : driver_(std::move(driver)), config_(config) {}
+
+PythonSession::~PythonSession() { Close(); }
+
+Result<std::unique_ptr<PythonSession>> PythonSession::Start(std::unique_ptr<DriverProcess> driver,
+                                                            const SessionConfig& config) {
+  std::unique_ptr<PythonSession> session(new PythonSession(std::move(driver), config));
+  FrameChannel channel(session->driver_->channel_fd(), session->driver_->ended_fd(), 1 << 16);
+  std::string frame, why;
+  FrameChannel::Status status = channel.Read(&frame, config.start_timeout_seconds, &why);
+  if (status == FrameChannel::Status::kOk) {
+    if (auto ready = ParseReady(frame); !ready) {
+      session->driver_->Stop();
+      session->alive_ = false;
+      return ready.error();
+    }
+    return session;
+  }
+  session->driver_->Stop();
+  session->alive_ = false;
+  auto ended = session->driver_->Wait();
+  if (!ended) return ended.error().Context("session");
+  std::string detail = std::string("the session driver did not start (") + why + "; sandbox " +
+                       RunStatusName(ended->status) + ", exit code " + std::to_string(ExitCodeFor(*ended));
+  if (!ended->setup_error.empty()) detail += ", " + ended->setup_error;
+  if (!ended->stderr_data.empty()) detail += "; stderr: " + ended->stderr_data.substr(0, 2000);
+  return MakeError(ErrorCode::kSetupFailed, detail + ")");
+}
+
+CodeResult PythonSession::Run(const CodeBlock& block) {
+  CodeResult result;
+  auto started = std::chrono::steady_clock::now();
+  const int id = next_id_++;
+  if (block.source.size() > config_.max_frame_bytes) {
+    // Refused before anything is sent: the session and its state are intact.
+    result.rejected = true;
+    result.exit_code = 125;
+    result.notice = "the block was not run: its source is " + std::to_string(block.source.size()) +
+                    " bytes, over the limit of " + std::to_string(config_.max_frame_bytes);
+    return result;
+  }
+  FrameChannel channel(driver_->channel_fd(), driver_->ended_fd(), config_.max_frame_bytes);
+  ExecRequest request{id, block.language, config_.exec_timeout_seconds, config_.output_bytes,
+                      config_.figures_dir};
+  std::string why;
+  // The source is written while the driver reads it; it takes at most as long as the block may.
+  const double send_timeout = config_.exec_timeout_seconds + config_.grace_seconds;
+  FrameChannel::Status status = channel.Write(ExecRequestJson(request), send_timeout, &why);
+  if (status == FrameChannel::Status::kOk) status = channel.Write(block.source, send_timeout, &why);
+  std::string reply;
+  if (status == FrameChannel::Status::kOk) {
+    status = channel.Read(&reply, config_.exec_timeout_seconds + config_.grace_seconds + kReplySlackSeconds,
+                          &why);
+  }
+  result.wall_ms = ElapsedMs(started);
+  if (status == FrameChannel::Status::kTimedOut) {
+    result.exit_code = 124;
+    Lose(result, id, "the block ignored the timeout's interrupt for " + FormatSeconds(config_.grace_seconds) +
+                     ", so the session was killed", RunStatus::kTimedOut);
+    return result;
+  }
+  if (status != FrameChannel::Status::kOk) {
+    Lose(result, id, why, RunStatus::kSignaled);
+    return result;
+  }
+  if (auto parsed = ParseExecReply(reply, id, config_.figures_dir, result); !parsed) {
+    Lose(result, id, parsed.error().message, RunStatus::kSignaled);
+  }
+  return result;
+}
+
+void PythonSession::Lose(CodeResult& result, int id, const std::string& why, RunStatus fallback) {
+  alive_ = false;
+  driver_->Stop();
+  result.state_lost = true;
+  auto ended = driver_->Wait();
+  RunStatus status = fallback;
+  if (ended) {
+    // The sandbox's own verdict wins where it has one (out of memory, pids, seccomp).
+    switch (ended->status) {
+      case RunStatus::kOomKilled:
+      case RunStatus::kPidsLimit:
+      case RunStatus::kSeccompViolation:
+        status = ended->status;
+        break;
+      default:
+        break;
+    }
+    result.peak_memory_bytes = std::max(result.peak_memory_bytes, ended->peak_memory_bytes);
+    // What the cell printed before the end, as far as the sandbox's capture kept it; the
+    // interleaving of the two streams is not known here, so output is stdout then stderr.
+    result.stdout_text = CellOutputFrom(ended->stdout_data, id);
+    result.stderr_text = CellOutputFrom(ended->stderr_data, id);
+    result.stdout_truncated = ended->stdout_truncated;
+    result.stderr_truncated = ended->stderr_truncated;
+    result.output = result.stdout_text + result.stderr_text;
+    if (status != fallback || result.exit_code == 0) result.exit_code = ExitCodeFor(*ended);
+    if (status == RunStatus::kOomKilled) result.exit_code = 137;
+  }
+  result.status = status;
+  std::string what = status == RunStatus::kOomKilled ? "it ran out of memory (the memory limit)"
+                     : status == RunStatus::kPidsLimit ? "it hit the process limit"
+                     : status == RunStatus::kSeccompViolation ? "it made a forbidden system call"
+                                                              : why;
+  if (!result.notice.empty()) result.notice += "; ";
+  result.notice += "the session ended because " + what +
+                   ": its variables and imports are lost, and the next execution starts a fresh "
+                   "session (files in the workspace are kept)";
+}
+
+bool PythonSession::EndedWhileIdle() const {
+  struct pollfd ended = {driver_->ended_fd(), POLLIN, 0};
+  return ::poll(&ended, 1, 0) == 1;
+}
+
+void PythonSession::Close() {
+  if (!driver_) return;
+  if (alive_) {
+    FrameChannel channel(driver_->channel_fd(), driver_->ended_fd(), 1 << 16);
+    std::string why;
+    (void)channel.Write(CloseRequestJson(), 1.0, &why);
+    std::string ignored;
+    (void)channel.Read(&ignored, 1.0, &why);  // returns at EOF once the driver has exited
+    alive_ = false;
+  }
+  driver_->Stop();
+}
+
+}  // namespace sbx::executor

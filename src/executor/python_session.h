@@ -1,0 +1,58 @@
+// One live session driver and the conversation with it: start, run a block, close.
+//
+// Usage:
+//   auto session = PythonSession::Start(std::move(driver), config);   // waits for "ready"
+//   CodeResult r = (*session)->Run({"python", "x = 1"});               // state persists
+//   if (!(*session)->alive()) ...  // it was lost: r.state_lost and r.notice say why
+//
+// A block that outlives its timeout is interrupted by the driver (KeyboardInterrupt-like);
+// if no reply arrives within the grace period after that, the whole sandbox is stopped and
+// the result says the state was lost. A sandbox that ends on its own (out of memory, a
+// crash, the pids limit) ends the session the same way, with the sandbox's status.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "sandbox/error.h"
+#include "src/executor/code_executor.h"
+#include "src/executor/driver_process.h"
+
+namespace sbx::executor {
+
+struct SessionConfig {
+  double start_timeout_seconds = 30;
+  double exec_timeout_seconds = 60;  // per block
+  double grace_seconds = 2;          // after the timeout, before the sandbox is stopped
+  uint64_t output_bytes = 1 << 20;   // per stream
+  std::string figures_dir = "output/figures";
+  size_t max_frame_bytes = 256u << 20;  // sources up to this size; replies too
+};
+
+class PythonSession {
+ public:
+  static Result<std::unique_ptr<PythonSession>> Start(std::unique_ptr<DriverProcess> driver,
+                                                      const SessionConfig& config);
+  ~PythonSession();
+
+  // Runs one block (the language was validated by the caller).
+  CodeResult Run(const CodeBlock& block);
+  bool alive() const { return alive_; }
+  // The sandbox ended between requests (the driver's idle timeout, the session's lifetime).
+  bool EndedWhileIdle() const;
+  // Asks the driver to exit, then stops whatever is left. Idempotent.
+  void Close();
+
+ private:
+  PythonSession(std::unique_ptr<DriverProcess> driver, const SessionConfig& config);
+  // Stops the sandbox and fills the result's status, state_lost and notice from how it ended.
+  void Lose(CodeResult& result, int id, const std::string& why, RunStatus fallback);
+
+  std::unique_ptr<DriverProcess> driver_;
+  SessionConfig config_;
+  int next_id_ = 1;
+  bool alive_ = true;
+};
+
+}  // namespace sbx::executor
