@@ -16,6 +16,7 @@ struct SlistDeleter {
 struct Sink {
   HttpReply* reply;
   size_t max_bytes;
+  bool too_large = false;
 };
 
 Result<void> GlobalInitOnce() {
@@ -30,7 +31,7 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   auto* sink = static_cast<Sink*>(user);
   size_t bytes = size * count;
   if (sink->reply->body.size() + bytes > sink->max_bytes) {
-    sink->reply->body_too_large = true;
+    sink->too_large = true;
     return 0;  // curl stops the transfer with CURLE_WRITE_ERROR
   }
   sink->reply->body.append(data, bytes);
@@ -60,22 +61,25 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
-// Failures that say nothing about the request itself and may well pass on a second try.
-bool IsRetryable(CURLcode code) {
+TransportFailure Classify(CURLcode code) {
   switch (code) {
+    case CURLE_OK:
+      return TransportFailure::kNone;
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_CONNECT:
+      return TransportFailure::kConnect;
     case CURLE_OPERATION_TIMEDOUT:
+      return TransportFailure::kTimeout;
     case CURLE_SEND_ERROR:
     case CURLE_RECV_ERROR:
     case CURLE_GOT_NOTHING:
     case CURLE_PARTIAL_FILE:
-    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CONNECT_ERROR:  // also a reset during the handshake
     case CURLE_HTTP2:
     case CURLE_HTTP2_STREAM:
-      return true;
+      return TransportFailure::kBroken;
     default:
-      return false;
+      return TransportFailure::kOther;
   }
 }
 
@@ -130,10 +134,12 @@ Result<HttpReply> HttpTransport::Send(const HttpPost& post) {
   // The buffer dies with this frame; the handle outlives it.
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, static_cast<char*>(nullptr));
   if (code != CURLE_OK) {
-    reply.failed = true;
-    reply.retryable = !reply.body_too_large && IsRetryable(code);
-    reply.timed_out = code == CURLE_OPERATION_TIMEDOUT;
-    reply.failure = error_buffer[0] ? error_buffer : curl_easy_strerror(code);
+    reply.failure = sink.too_large ? TransportFailure::kTooLarge : Classify(code);
+    reply.failure_text = error_buffer[0] ? error_buffer : curl_easy_strerror(code);
+    if (sink.too_large) {
+      reply.failure_text =
+          "the response is larger than " + std::to_string(post.max_response_bytes) + " bytes";
+    }
   }
   return reply;
 }

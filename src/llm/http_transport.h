@@ -1,8 +1,7 @@
 // HttpTransport: one HTTP POST over libcurl with timeouts and a body cap, nothing more.
 //
-// It does not retry and does not interpret statuses: it reports what happened on the wire
-// (a transport failure, or a status, headers of interest and a body) and whether a transport
-// failure is the kind that may pass (connection refused or reset, timeout, truncated reply).
+// It does not retry and does not interpret statuses: it reports what happened on the wire, a
+// transport failure by kind or a status with the headers of interest and the body.
 // The curl easy handle is kept between calls so a keep-alive connection is reused.
 #pragma once
 
@@ -26,17 +25,29 @@ struct HttpPost {
   size_t max_response_bytes = size_t{32} << 20;
 };
 
+// What went wrong on the wire, if anything; the first three may pass on another attempt.
+enum class TransportFailure {
+  kNone,
+  kConnect,   // refused, unreachable, or the name did not resolve
+  kTimeout,   // the connect or the whole-exchange timeout expired
+  kBroken,    // reset, nothing sent back, or a body cut short of its length
+  kTooLarge,  // the body passed HttpPost::max_response_bytes
+  kOther,     // TLS, protocol or local errors that will fail the same way again
+};
+
 struct HttpReply {
-  // Transport outcome. When failed, `status` and `body` are whatever arrived (often nothing).
-  bool failed = false;
-  bool retryable = false;  // the failure may pass: refused, reset, timed out, truncated
-  bool timed_out = false;  // connect or total timeout
-  bool body_too_large = false;
-  std::string failure;  // curl's words, e.g. "Failed to connect to 127.0.0.1 port 9"
-  long status = 0;
+  TransportFailure failure = TransportFailure::kNone;
+  std::string failure_text;  // curl's words, e.g. "Failed to connect to 127.0.0.1 port 9"
+  long status = 0;           // valid when failure is kNone
   std::string body;
   std::string retry_after;     // the Retry-After header, empty when absent
   std::string retry_after_ms;  // OpenAI's retry-after-ms header
+
+  bool failed() const { return failure != TransportFailure::kNone; }
+  bool retryable() const {
+    return failure == TransportFailure::kConnect || failure == TransportFailure::kTimeout ||
+           failure == TransportFailure::kBroken;
+  }
 };
 
 class HttpTransport {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "src/llm/url.h"
+
 namespace sbx::llm {
 namespace {
 
@@ -31,16 +33,6 @@ bool HasSpaceOrControl(const std::string& text) {
   return false;
 }
 
-// "https://user@host:443/v1" -> "host:443" (lower case); empty when there is no scheme.
-std::string HostOf(const std::string& url) {
-  size_t start = url.find("://");
-  if (start == std::string::npos) return "";
-  std::string authority = url.substr(start + 3, url.find_first_of("/?#", start + 3) - start - 3);
-  if (size_t at = authority.rfind('@'); at != std::string::npos) authority.erase(0, at + 1);
-  for (char& c : authority) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return authority;
-}
-
 bool StartsWithNoCase(const std::string& text, const std::string& prefix) {
   if (text.size() < prefix.size()) return false;
   for (size_t i = 0; i < prefix.size(); ++i) {
@@ -56,7 +48,7 @@ Result<void> CheckBaseUrl(const std::string& url, const std::string& source) {
     return InvalidInput(source + " \"" + url + "\" is not an http:// or https:// URL" + example);
   if (HasSpaceOrControl(url))
     return InvalidInput(source + " contains a space or a control character" + example);
-  std::string host = HostOf(url);
+  std::string host = UrlHostPort(url);
   if (host.empty() || host.front() == ':')
     return InvalidInput(source + " \"" + url + "\" has no host" + example);
   if (url.ends_with("/chat/completions"))
@@ -69,7 +61,7 @@ Result<void> CheckKey(const LlmConfig& config, const Sources& sources) {
     return InvalidInput(sources.api_key +
                         " contains a space or a control character; set it to the key alone");
   }
-  std::string host = HostOf(config.base_url);
+  std::string host = UrlHostPort(config.base_url);
   bool openai = host == kOpenAiHost || host.starts_with(std::string(kOpenAiHost) + ":");
   if (config.api_key.empty() && openai) {
     return InvalidInput(sources.api_key +

@@ -9,6 +9,7 @@
 
 #include "src/llm/http_error.h"
 #include "src/llm/retry_policy.h"
+#include "src/llm/url.h"
 
 namespace sbx::llm {
 namespace {
@@ -23,6 +24,21 @@ std::string Seconds(double seconds) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f s", seconds);
   return text;
+}
+
+const char* AdviceFor(const HttpReply& reply) {
+  switch (reply.failure) {
+    case TransportFailure::kConnect:
+      return "check OPENAI_BASE_URL and that the server is running";
+    case TransportFailure::kTimeout:
+      return "the server did not answer in time; try again later, or raise the timeout";
+    case TransportFailure::kBroken:
+      return "the server or the network dropped the connection; try again later";
+    case TransportFailure::kTooLarge:
+      return "no chat reply is that large; check OPENAI_BASE_URL";
+    default:
+      return "check OPENAI_BASE_URL";
+  }
 }
 
 }  // namespace
@@ -64,32 +80,26 @@ Result<ChatResponse> OpenAiClient::CompleteWithRetries(const ChatRequest& reques
   nlohmann::json body = ChatRequestToJson(request);
   if (request.model.empty()) body["model"] = config_.model;
   post_.body = SerializeJson(body);
-  const std::string where = "POST " + post_.url;
+  const std::string where = "POST " + UrlForDisplay(post_.url);
   const int max_attempts = config_.max_retries + 1;
 
   for (int attempt = 1;; ++attempt) {
     auto sent = transport_.Send(post_);
     if (!sent) return sent.error().Context(where);
-    const HttpReply& reply = *sent;
+    HttpReply& reply = *sent;
+    // The key has no business in a reply; a server that echoes it loses it here, before any
+    // parser or error message quotes (and perhaps cuts) it.
+    reply.body = Redact(std::move(reply.body), config_.api_key);
     const bool last = attempt >= max_attempts;
     const std::string tried = " (" + Attempts(attempt) + ")";
 
-    if (reply.body_too_large) {
-      return MakeError(ErrorCode::kIo, where + ": the response is larger than " +
-                                           std::to_string(post_.max_response_bytes) +
-                                           " bytes; check OPENAI_BASE_URL");
-    }
-    if (reply.failed) {
-      std::string reason = QuoteServerText(reply.failure, config_.api_key);
-      if (reply.retryable && !last) {
+    if (reply.failed()) {
+      std::string reason = QuoteServerText(reply.failure_text, config_.api_key);
+      if (reply.retryable() && !last) {
         WaitBeforeRetry(attempt - 1, reply, reason);
         continue;
       }
-      std::string advice =
-          reply.timed_out
-              ? "the server did not answer in time; try again later, or raise the timeout"
-              : "check OPENAI_BASE_URL and that the server is running";
-      return MakeError(ErrorCode::kIo, where + tried + ": " + reason + "; " + advice);
+      return MakeError(ErrorCode::kIo, where + tried + ": " + reason + "; " + AdviceFor(reply));
     }
     if (reply.status >= 200 && reply.status < 300) {
       auto response = ParseChatResponse(reply.body);
