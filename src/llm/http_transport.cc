@@ -3,7 +3,7 @@
 
 #include <strings.h>
 
-#include <mutex>
+#include "src/llm/sigpipe_guard.h"
 
 namespace sbx::llm {
 namespace {
@@ -95,14 +95,12 @@ Result<HttpReply> HttpTransport::Send(const HttpPost& post) {
   if (!curl_) curl_.reset(curl_easy_init());
   if (!curl_) return MakeError(ErrorCode::kUnavailable, "curl_easy_init failed");
   CURL* curl = curl_.get();
-  curl_easy_reset(curl);  // keeps the connection cache, drops every option of the last call
 
   std::unique_ptr<curl_slist, SlistDeleter> headers;
   for (const std::string& header : post.headers) {
-    curl_slist* grown = curl_slist_append(headers.get(), header.c_str());
-    if (!grown) return MakeError(ErrorCode::kInternal, "curl_slist_append failed");
-    (void)headers.release();
-    headers.reset(grown);
+    curl_slist* list = curl_slist_append(headers.get(), header.c_str());
+    if (!list) return MakeError(ErrorCode::kInternal, "curl_slist_append failed");
+    if (!headers) headers.reset(list);  // later appends extend the same list in place
   }
   HttpReply reply;
   Sink sink{&reply, post.max_response_bytes};
@@ -129,10 +127,15 @@ Result<HttpReply> HttpTransport::Send(const HttpPost& post) {
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &sink);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
 
-  CURLcode code = curl_easy_perform(curl);
+  CURLcode code;
+  {
+    SigpipeGuard no_sigpipe;
+    code = curl_easy_perform(curl);
+  }
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &reply.status);
-  // The buffer dies with this frame; the handle outlives it.
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, static_cast<char*>(nullptr));
+  // The header list, body and error buffer die with this frame; the handle outlives them.
+  // Reset drops every option but keeps the connection cache for the next call.
+  curl_easy_reset(curl);
   if (code != CURLE_OK) {
     reply.failure = sink.too_large ? TransportFailure::kTooLarge : Classify(code);
     reply.failure_text = error_buffer[0] ? error_buffer : curl_easy_strerror(code);

@@ -34,6 +34,9 @@ ChatRequest UserAsks(const std::string& text) {
 class LlmClientTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(server_.Start()); }
+  void TearDown() override {
+    for (const std::string& note : notes_) EXPECT_FALSE(Contains(note, kKey)) << note;
+  }
 
   LlmConfig Config(const std::string& key = kKey) {
     LlmConfig config;
@@ -344,8 +347,9 @@ TEST_F(LlmClientTest, ConnectionRefusedIsRetriedThenReported) {
 
 TEST_F(LlmClientTest, CredentialsInTheUrlStayOutOfErrors) {
   LlmConfig config = Config();
-  config.base_url = "http://user:s3cret@127.0.0.1:" +
-                    std::to_string(testing::UnusedLoopbackPort()) + "/v1?api-key=s3cret";
+  config.base_url =
+      "http://user:s3cret@127.0.0.1:" + std::to_string(testing::UnusedLoopbackPort()) +
+      "/v1?api-key=s3cret";
   config.max_retries = 0;
   OpenAiClient client(config, Options());
   std::string message = ErrorFrom(client);
