@@ -1,10 +1,13 @@
 #!/bin/bash
-# The main job, today: the seed case study (CSV anomaly analysis with a chart and a report) run
-# inside sbx's sandbox with the default policy: no network, 512M memory, 256 pids, 1 CPU, 60 s.
+# The main job: the seed case study. An agent gets a CSV of daily sensor values and the task in
+# tools/demo/task.md; it inspects the data, writes and runs Python in a sandboxed session
+# (policies/default.json: no network, 512M memory, 256 pids, 1 CPU, 60 s per execution), and
+# leaves output/chart.png, output/report.md and the transcript in ./sbx-demo-output/.
 #
-# NOTE: the agent loop (an LLM writing this analysis itself) is not built yet; until then this
-# demo runs a fixed analysis script, tools/demo/analyse.py, as the code an agent would write.
-# Outputs land in ./sbx-demo-output/ (chart.png, report.md).
+# The model: an OpenAI-compatible server when OPENAI_API_KEY or OPENAI_BASE_URL is set (and
+# SBX_MODEL names the model); otherwise a SCRIPTED model (tools/demo/scripted_model.json) that
+# replays the tool calls a model makes for this task, labelled as such: the code it sends is
+# run for real in the sandbox, but no LLM is called. SBX_DEMO_MODEL=scripted forces it.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-$PWD/sbx-demo-output}
@@ -13,10 +16,9 @@ out=${1:-$PWD/sbx-demo-output}
 "$root/tools/build.sh"
 "$root/build/sbx" image path >/dev/null 2>&1 || "$root/build/sbx" image build
 
-workspace=$(mktemp -d /var/tmp/sbx-demo-XXXXXX)
-trap 'rm -rf "$workspace"' EXIT
-mkdir -p "$workspace/input" "$workspace/output"
-/usr/bin/python3 - "$workspace/input/sensor.csv" <<'PY'
+input=$(mktemp -d /var/tmp/sbx-demo-XXXXXX)
+trap 'rm -rf "$input"' EXIT
+/usr/bin/python3 - "$input/sensor.csv" <<'PY'
 import sys, random, datetime
 random.seed(7)
 start = datetime.date(2026, 1, 1)
@@ -28,18 +30,14 @@ with open(sys.argv[1], "w") as f:
             value += random.choice((-1, 1)) * 9
         f.write(f"{start + datetime.timedelta(days=i)},{value:.2f}\n")
 PY
-cp "$root/tools/demo/analyse.py" "$workspace/"
-# The sandbox user must own its workspace (as root it maps to an unprivileged host id).
-if ((EUID == 0)); then chown -R 2000001000:2000001000 "$workspace"; fi
 
-echo "== running the analysis in the sandbox (policies/default.json)"
-"$root/build/sbx" run --policy "$root/policies/default.json" --workspace "$workspace" \
-  -- /usr/bin/python3 analyse.py
+model=(--scripted-model "$root/tools/demo/scripted_model.json")
+if [[ ${SBX_DEMO_MODEL:-} != scripted && ( -n ${OPENAI_API_KEY:-} || -n ${OPENAI_BASE_URL:-} ) ]]; then
+  model=()
+  echo "== model: ${SBX_MODEL:-gpt-4o-mini} at ${OPENAI_BASE_URL:-https://api.openai.com/v1}"
+fi
 mkdir -p "$out"
-# The sandbox is gone by now; still, only regular files come back, never a symlink it left.
-for file in chart.png report.md; do
-  src=$workspace/output/$file
-  if [[ -L $src || ! -f $src ]]; then echo "demo: $file is not a regular file; not copied" >&2; exit 1; fi
-  cp --no-dereference "$src" "$out/$file"
-done
-echo "== outputs: $out/chart.png $out/report.md"
+"$root/build/sbx" agent "${model[@]}" --policy "$root/policies/default.json" \
+  --task-file "$root/tools/demo/task.md" --input "$input/sensor.csv=input/sensor.csv" \
+  --output output/chart.png --output output/report.md --out "$out"
+echo "== outputs: $out/output/chart.png $out/output/report.md $out/transcript.jsonl"

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "src/cli/agent_command.h"
 #include "src/cli/doctor_command.h"
 #include "src/cli/image_command.h"
 #include "src/cli/run_command.h"
@@ -14,6 +15,7 @@ void PrintUsage() {
                "sbx %s: run code in a sandbox (namespaces, overlay root, cgroups, seccomp)\n\n"
                "usage:\n"
                "  sbx run [FLAGS] -- COMMAND [ARG...]   run a command in a fresh sandbox\n"
+               "  sbx agent --task TEXT [FLAGS]        an LLM agent that writes and runs code in a session\n"
                "  sbx doctor [--json]                  what this host supports and what run uses\n"
                "  sbx image build|ls|path|rm|verify    the Python root filesystem image\n"
                "  sbx --version | --help\n\n"
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "run") return sbx::cli::RunRunCommand(argc - 1, argv + 1);
+  if (command == "agent") return sbx::cli::RunAgentCommand(argc - 1, argv + 1);
   if (command == "doctor") return sbx::cli::RunDoctorCommand(argc - 1, argv + 1);
   if (command == "image") return sbx::cli::RunImageCommand(argc - 1, argv + 1);
   std::fprintf(stderr, "sbx: unknown command \"%s\"; see `sbx --help`\n", command.c_str());

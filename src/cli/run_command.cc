@@ -14,6 +14,7 @@
 #include "sandbox/launcher.h"
 #include "sandbox/unique_fd.h"
 #include "sandbox/units.h"
+#include "src/cli/policy_flags.h"
 
 namespace sbx::cli {
 namespace {
@@ -39,46 +40,6 @@ int Refuse(bool json, const std::string& message) {
   }
   std::fprintf(stderr, "sbx: %s\n", message.c_str());
   return kSbxFailed;
-}
-
-// Applies one "--flag value" on top of the policy; the error names the flag.
-Result<void> ApplyOverride(const std::string& flag, const std::string& value, Policy& policy) {
-  Limits& limits = policy.limits;
-  if (flag == "--timeout") {
-    auto seconds = ParseSeconds(value);
-    if (!seconds) return seconds.error().Context(flag);
-    limits.timeout_seconds = *seconds;
-  } else if (flag == "--memory") {
-    auto size = ParseSize(value);
-    if (!size) return size.error().Context(flag);
-    limits.memory_bytes = *size;
-  } else if (flag == "--pids" || flag == "--cpus") {
-    auto number = ParseSeconds(value);  // a plain non-negative decimal
-    if (!number) return InvalidInput(flag + ": \"" + value + "\" is not a number");
-    if (flag == "--cpus") {
-      limits.cpus = *number;
-    } else {
-      if (*number != static_cast<double>(static_cast<uint32_t>(*number)))
-        return InvalidInput(flag + ": \"" + value + "\" is not a whole number");
-      limits.pids = static_cast<uint32_t>(*number);
-    }
-  } else if (flag == "--network") {
-    if (value != "none" && value != "host") return InvalidInput("--network: use none or host, not \"" + value + "\"");
-    policy.network = value == "host" ? NetworkMode::kHost : NetworkMode::kNone;
-  } else if (flag == "--env") {
-    auto eq = value.find('=');
-    if (eq == std::string::npos) return InvalidInput("--env " + value + ": use KEY=VALUE");
-    std::string name = value.substr(0, eq);
-    SBX_TRY(ValidateEnvEntry("--env", name, value.substr(eq + 1)));
-    policy.env[name] = value.substr(eq + 1);
-  } else if (flag == "--allow-degraded") {
-    auto layer = ParseLayer(value);
-    if (!layer) return layer.error().Context(flag);
-    policy.allow_degraded.push_back(*layer);
-  } else {
-    return InvalidInput(flag + ": unknown flag; see `sbx run --help`");
-  }
-  return Ok{};
 }
 
 }  // namespace
@@ -113,15 +74,7 @@ int RunRunCommand(int argc, char** argv) {
     }
     if (arg.rfind("--", 0) != 0) break;  // the command starts here
     std::string value;
-    auto eq = arg.find('=');
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      return Refuse(flags.json, arg + ": needs a value");
-    }
+    if (!TakeFlagValue(argc, argv, i, arg, value)) return Refuse(flags.json, arg + ": needs a value");
     if (arg == "--policy") flags.policy_file = value;
     else if (arg == "--image") flags.image = value;
     else if (arg == "--workspace") flags.workspace = value;
@@ -143,7 +96,7 @@ int RunRunCommand(int argc, char** argv) {
     spec.policy = *policy;
   }
   for (const auto& [flag, value] : overrides) {
-    if (auto applied = ApplyOverride(flag, value, spec.policy); !applied)
+    if (auto applied = ApplyPolicyFlag(flag, value, spec.policy); !applied)
       return Refuse(flags.json, applied.error().ToString());
   }
   if (auto valid = ValidatePolicy(spec.policy); !valid) return Refuse(flags.json, valid.error().ToString());

@@ -1,0 +1,66 @@
+// The agent loop: give a model a task and a sandboxed session, let it write and run code
+// until it answers, and bring the requested files back.
+//
+// Usage:
+//   AgentConfig config;  config.task = "..."; config.expected_outputs = {"report.md"};
+//   AgentResult result = RunAgent(llm, session_tools, config, transcript);
+//
+// Modes: kTools (OpenAI tool calling: run_python, run_shell, read_file, write_file,
+// list_files) and kText (the model writes fenced ```python / ```bash blocks; their output is
+// the next user message; TERMINATE or a reply without code ends it). The loop ends with a
+// final answer, at max_turns (reported as such), or on an unrecoverable error (the LLM
+// client's, after its retries); in every case the outputs produced so far are copied back.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sandbox/copy_out.h"
+#include "src/agent/agent_tools.h"
+#include "src/agent/transcript.h"
+#include "src/llm/llm_client.h"
+
+namespace sbx::agent {
+
+enum class AgentMode { kTools, kText };
+
+struct AgentConfig {
+  std::string model;
+  std::string instructions;                  // the system prompt; empty: DefaultInstructions()
+  std::string task;
+  std::vector<std::string> input_files;      // workspace paths staged for the task (named in the prompt)
+  std::vector<std::string> expected_outputs; // workspace paths or patterns to copy back
+  std::string output_dir;                    // host directory for them; empty: none copied
+  int max_turns = 25;
+  AgentMode mode = AgentMode::kTools;
+  size_t tool_result_bytes = 16 * 1024;
+};
+
+enum class AgentEnd { kFinalAnswer, kMaxTurns, kError };
+const char* AgentEndName(AgentEnd end);
+
+struct AgentResult {
+  AgentEnd end = AgentEnd::kError;
+  std::string final_answer;
+  std::string error;  // kError: what went wrong
+  int turns = 0;      // model calls made
+  int executions = 0; // tool calls or code replies that ran something in the sandbox
+  llm::Usage usage;
+  CopyOutResult outputs;
+  std::string copy_error;  // copy-out refused or failed
+};
+
+// What the loop needs from the session: a runner for tools, and copy-out once it is over
+// (which ends the session: copy-out runs only when its processes are dead).
+struct AgentSession {
+  ToolRunner& tools;
+  std::function<Result<CopyOutResult>(const std::vector<std::string>&, const std::string&)> copy_outputs;
+};
+
+std::string DefaultInstructions(AgentMode mode);
+
+AgentResult RunAgent(llm::LlmClient& llm, AgentSession& session, const AgentConfig& config,
+                     Transcript& transcript);
+
+}  // namespace sbx::agent

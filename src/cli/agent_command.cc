@@ -1,0 +1,222 @@
+// `sbx agent`: flags -> policy, manifest, model -> RunAgent -> outputs, transcript, answer.
+#include "src/cli/agent_command.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sandbox/image.h"
+#include "sandbox/policy.h"
+#include "src/agent/agent.h"
+#include "src/agent/scripted_model.h"
+#include "src/cli/policy_flags.h"
+#include "src/executor/executors.h"
+#include "src/llm/llm_config.h"
+#include "src/llm/openai_client.h"
+
+namespace sbx::cli {
+namespace {
+
+constexpr int kSbxFailed = 125;
+
+struct AgentFlags {
+  std::string task, task_file, policy_file, image, out_dir = "sbx-agent-output", transcript;
+  std::string scripted_model, mode = "tools", approval = "never";
+  std::vector<std::string> inputs, outputs;
+  llm::LlmConfigOverrides llm;
+  int max_turns = 25;
+};
+
+int Refuse(const std::string& message) {
+  std::fprintf(stderr, "sbx agent: %s\n", message.c_str());
+  return kSbxFailed;
+}
+
+void PrintAgentUsage() {
+  std::fprintf(stderr,
+               "usage: sbx agent --task TEXT | --task-file FILE\n"
+               "                 [--input HOST_PATH[=WORKSPACE_PATH]]... [--output PATH_OR_PATTERN]...\n"
+               "                 [--out DIR] [--transcript FILE] [--max-turns N] [--mode tools|text]\n"
+               "                 [--approval never|always] [--model NAME] [--base-url URL]\n"
+               "                 [--scripted-model FILE] [--policy FILE] [--image DIR]\n"
+               "                 [--timeout S] [--memory SIZE] [--pids N] [--cpus N] [--env K=V]...\n"
+               "The model is OpenAI-compatible: OPENAI_API_KEY, OPENAI_BASE_URL and SBX_MODEL (flags win).\n"
+               "--scripted-model replays a scripted conversation instead of calling a model (offline demo).\n"
+               "exit: 0 final answer; 1 the model or a request failed; 2 max turns reached; 125 refused.\n");
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+std::string BaseName(const std::string& path) {
+  std::string trimmed = path;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  auto slash = trimmed.rfind('/');
+  return slash == std::string::npos ? trimmed : trimmed.substr(slash + 1);
+}
+
+std::string Absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[4096];
+  return ::getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + path : path;
+}
+
+// --input HOST[=DEST]: a file or a directory, copied into the workspace before the first turn.
+Result<void> AddInput(const std::string& spec, executor::ExecutorOptions& options, std::vector<std::string>& names) {
+  auto eq = spec.find('=');
+  std::string host = Absolute(spec.substr(0, eq));
+  std::string dest = eq == std::string::npos ? BaseName(host) : spec.substr(eq + 1);
+  struct stat st;
+  if (::stat(host.c_str(), &st) != 0) return InvalidInput("--input " + spec + ": " + host + " does not exist");
+  if (S_ISDIR(st.st_mode)) {
+    options.manifest.AddHostDirectory(dest, host);
+  } else {
+    options.manifest.AddHostFile(dest, host);
+  }
+  names.push_back(dest);
+  return {};
+}
+
+}  // namespace
+
+int RunAgentCommand(int argc, char** argv) {
+  AgentFlags flags;
+  executor::ExecutorOptions options;
+  std::vector<std::pair<std::string, std::string>> policy_flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      PrintAgentUsage();
+      return 0;
+    }
+    if (arg.rfind("--", 0) != 0) return Refuse("unexpected argument \"" + arg + "\"; see --help");
+    std::string value;
+    if (!TakeFlagValue(argc, argv, i, arg, value)) return Refuse(arg + ": needs a value");
+    if (arg == "--task") flags.task = value;
+    else if (arg == "--task-file") flags.task_file = value;
+    else if (arg == "--input") flags.inputs.push_back(value);
+    else if (arg == "--output") flags.outputs.push_back(value);
+    else if (arg == "--out") flags.out_dir = value;
+    else if (arg == "--transcript") flags.transcript = value;
+    else if (arg == "--scripted-model") flags.scripted_model = value;
+    else if (arg == "--mode") flags.mode = value;
+    else if (arg == "--approval") flags.approval = value;
+    else if (arg == "--policy") flags.policy_file = value;
+    else if (arg == "--image") flags.image = value;
+    else if (arg == "--model") flags.llm.model = value;
+    else if (arg == "--base-url") flags.llm.base_url = value;
+    else if (arg == "--max-turns") {
+      char* end = nullptr;
+      long turns = std::strtol(value.c_str(), &end, 10);
+      if (end == value.c_str() || *end != '\0' || turns < 1 || turns > 1000)
+        return Refuse("--max-turns: \"" + value + "\" is not a whole number in 1..1000");
+      flags.max_turns = static_cast<int>(turns);
+    } else policy_flags.emplace_back(arg, value);
+  }
+
+  // Everything is checked before anything is created.
+  if (flags.task.empty() == flags.task_file.empty()) return Refuse("give the task with exactly one of --task or --task-file");
+  if (!flags.task_file.empty()) {
+    flags.task = ReadFile(flags.task_file);
+    if (flags.task.empty()) return Refuse("--task-file " + flags.task_file + ": missing or empty");
+  }
+  if (flags.mode != "tools" && flags.mode != "text") return Refuse("--mode: use tools or text, not \"" + flags.mode + "\"");
+  auto approval = agent::ParseApprovalMode(flags.approval);
+  if (!approval) return Refuse("--" + approval.error().message);
+  auto approver = agent::MakeApprover(*approval, stdin, stderr);
+  if (!approver) return Refuse(approver.error().message);
+  if (!flags.policy_file.empty()) {
+    auto policy = LoadPolicyFile(flags.policy_file);
+    if (!policy) return Refuse(policy.error().ToString());
+    options.policy = *policy;
+  }
+  for (const auto& [flag, value] : policy_flags) {
+    if (auto applied = ApplyPolicyFlag(flag, value, options.policy); !applied) return Refuse(applied.error().ToString());
+  }
+  if (auto valid = ValidatePolicy(options.policy); !valid) return Refuse(valid.error().ToString());
+  std::vector<std::string> input_names;
+  for (const std::string& input : flags.inputs) {
+    if (auto added = AddInput(input, options, input_names); !added) return Refuse(added.error().message);
+  }
+  if (auto manifest = ValidateManifest(options.manifest); !manifest) return Refuse(manifest.error().message);
+
+  std::unique_ptr<llm::LlmClient> model;
+  std::string model_name;
+  if (!flags.scripted_model.empty()) {
+    auto scripted = agent::ScriptedModel::Load(flags.scripted_model);
+    if (!scripted) return Refuse(scripted.error().message);
+    std::fprintf(stderr, "sbx agent: SCRIPTED MODEL (no LLM is called): %s\n", scripted->label().c_str());
+    model_name = "scripted";
+    model = std::make_unique<agent::ScriptedModel>(std::move(*scripted));
+  } else {
+    auto config = llm::LoadLlmConfig(llm::ProcessGetenv, flags.llm);
+    if (!config) return Refuse(config.error().message);
+    model_name = config->model;
+    model = std::make_unique<llm::OpenAiClient>(*config);
+  }
+
+  if (flags.image.empty()) {
+    auto image = FindDefaultImage();
+    if (!image) return Refuse(image.error().ToString());
+    flags.image = image->path;
+  }
+  options.image_dir = flags.image;
+  ::signal(SIGPIPE, SIG_IGN);
+  auto session = executor::SessionExecutor::Create(std::move(options));
+  if (!session) return Refuse(session.error().ToString());
+
+  if (::mkdir(flags.out_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Refuse("--out " + flags.out_dir + ": cannot create it");
+  }
+  std::string out_dir = Absolute(flags.out_dir);
+  agent::Transcript transcript;
+  std::string transcript_path = flags.transcript.empty() ? out_dir + "/transcript.jsonl" : flags.transcript;
+  if (flags.transcript.empty()) ::unlink(transcript_path.c_str());  // the default one is ours to replace
+  if (auto opened = agent::Transcript::Open(transcript, transcript_path); !opened) return Refuse(opened.error().ToString());
+
+  agent::ToolRunner tools(**session, **approver, 16 * 1024);
+  agent::AgentSession agent_session{tools, [&](const std::vector<std::string>& requests, const std::string& dir) {
+                                      return (*session)->CopyOutputs(requests, dir);
+                                    }};
+  agent::AgentConfig config;
+  config.model = model_name;
+  config.task = flags.task;
+  config.input_files = input_names;
+  config.expected_outputs = flags.outputs;
+  config.output_dir = out_dir;
+  config.max_turns = flags.max_turns;
+  config.mode = flags.mode == "tools" ? agent::AgentMode::kTools : agent::AgentMode::kText;
+  agent::AgentResult result = agent::RunAgent(*model, agent_session, config, transcript);
+
+  std::fprintf(stderr, "sbx agent: %s after %d turn(s), %d execution(s), %lld tokens\n",
+               agent::AgentEndName(result.end), result.turns, result.executions,
+               static_cast<long long>(result.usage.total_tokens));
+  for (const auto& entry : result.outputs.entries) {
+    std::fprintf(stderr, "sbx agent: output %s: %s%s%s\n", entry.path.c_str(), CopyStatusName(entry.status),
+                 entry.detail.empty() ? "" : ", ", entry.detail.c_str());
+  }
+  if (!result.copy_error.empty()) std::fprintf(stderr, "sbx agent: outputs not copied: %s\n", result.copy_error.c_str());
+  std::fprintf(stderr, "sbx agent: outputs in %s, transcript %s\n", out_dir.c_str(), transcript_path.c_str());
+  if (result.end == agent::AgentEnd::kError) {
+    std::fprintf(stderr, "sbx agent: %s\n", result.error.c_str());
+    return 1;
+  }
+  std::printf("%s\n", result.final_answer.c_str());
+  return result.end == agent::AgentEnd::kMaxTurns ? 2 : 0;
+}
+
+}  // namespace sbx::cli
