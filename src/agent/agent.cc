@@ -1,12 +1,45 @@
 // The agent loop, in both modes, with its transcript and the final copy-out.
 #include "src/agent/agent.h"
 
+#include <fnmatch.h>
+
+#include <chrono>
+#include <cstdio>
+
 #include "src/agent/code_blocks.h"
 
 namespace sbx::agent {
 namespace {
 
 using nlohmann::json;
+
+void Say(const AgentConfig& config, const std::string& line) {
+  if (config.progress) config.progress(line);
+}
+
+std::string Seconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", seconds);
+  return text;
+}
+
+// What a tool call was for, in a few words: its name and the start of its main argument.
+std::string Summary(const llm::ToolCall& call) {
+  auto args = json::parse(call.arguments_json, nullptr, false);
+  std::string detail;
+  if (args.is_object()) {
+    for (const char* key : {"path", "command", "code"}) {
+      if (args.contains(key) && args[key].is_string()) {
+        detail = args[key].get<std::string>();
+        break;
+      }
+    }
+  }
+  auto newline = detail.find('\n');
+  if (newline != std::string::npos) detail = detail.substr(0, newline) + " ...";
+  if (detail.size() > 60) detail = detail.substr(0, 57) + "...";
+  return detail.empty() ? call.name : call.name + " " + detail;
+}
 
 std::string TaskMessage(const AgentConfig& config) {
   std::string text = config.task;
@@ -35,8 +68,10 @@ std::vector<llm::Message> Answer(const llm::Message& reply, const AgentConfig& c
     for (const llm::ToolCall& call : reply.tool_calls) {
       ToolRun run = tools.Run(call);
       result.executions += run.executed;
+      Say(config, "  " + Summary(call) + ": " + run.ending + (run.executed ? ", " + Seconds(run.seconds) : ""));
       transcript.Add("tool_result", {{"turn", turn}, {"tool", call.name}, {"tool_call_id", call.id},
-                                     {"failed", run.failed}, {"content", run.text}});
+                                     {"arguments", call.arguments_json}, {"failed", run.failed},
+                                     {"ending", run.ending}, {"seconds", run.seconds}, {"content", run.text}});
       answers.push_back({"tool", run.text, {}, call.id, ""});
     }
     return answers;
@@ -46,10 +81,32 @@ std::vector<llm::Message> Answer(const llm::Message& reply, const AgentConfig& c
   if (blocks.empty()) return answers;  // no code: the reply is the answer
   ToolRun run = tools.RunBlocks(blocks);
   result.executions += run.executed;
-  transcript.Add("code_result", {{"turn", turn}, {"blocks", blocks.size()}, {"failed", run.failed},
-                                 {"content", run.text}});
+  Say(config, "  " + std::to_string(blocks.size()) + " code block(s): " + run.ending +
+                  (run.executed ? ", " + Seconds(run.seconds) : ""));
+  json code = json::array();
+  for (const auto& block : blocks) code.push_back({{"language", block.language}, {"source", block.source}});
+  transcript.Add("code_result", {{"turn", turn}, {"blocks", code}, {"failed", run.failed},
+                                 {"ending", run.ending}, {"seconds", run.seconds}, {"content", run.text}});
   answers.push_back({"user", "Output of your code:\n" + run.text, {}, "", ""});
   return answers;
+}
+
+// Requests (a path, a directory or a pattern in the last component) of which no file came back.
+std::vector<std::string> MissingOutputs(const std::vector<std::string>& requests, const CopyOutResult& copied) {
+  std::vector<std::string> missing;
+  for (const std::string& request : requests) {
+    bool found = false;
+    for (const CopiedEntry& entry : copied.entries) {
+      if (entry.status != CopyStatus::kCopied) continue;
+      if (entry.path == request || entry.path.rfind(request + "/", 0) == 0 ||
+          ::fnmatch(request.c_str(), entry.path.c_str(), FNM_PATHNAME | FNM_PERIOD) == 0) {
+        found = true;
+        break;
+      }
+    }
+    if (!found) missing.push_back(request);
+  }
+  return missing;
 }
 
 }  // namespace
@@ -98,16 +155,26 @@ AgentResult RunAgent(llm::LlmClient& llm, AgentSession& session, const AgentConf
   result.end = AgentEnd::kMaxTurns;
   while (result.turns < config.max_turns) {
     int turn = ++result.turns;
+    auto asked = std::chrono::steady_clock::now();
     auto response = llm.Complete(request);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
     if (!response) {
       result.end = AgentEnd::kError;
       result.error = response.error().message;
-      transcript.Add("llm_error", {{"turn", turn}, {"error", result.error}});
+      Say(config, "turn " + std::to_string(turn) + ": the model request failed: " + result.error);
+      transcript.Add("llm_error", {{"turn", turn}, {"error", result.error}, {"seconds", seconds}});
       break;
     }
     result.usage += response->usage;
     const llm::Message& reply = response->message;
-    transcript.Add("message", MessageEvent(turn, reply));
+    Say(config, "turn " + std::to_string(turn) + ": model answered in " + Seconds(seconds) +
+                    (reply.tool_calls.empty() ? "" : ", " + std::to_string(reply.tool_calls.size()) + " tool call(s)"));
+    json event = MessageEvent(turn, reply);
+    event["seconds"] = seconds;
+    event["usage"] = {{"prompt_tokens", response->usage.prompt_tokens},
+                      {"completion_tokens", response->usage.completion_tokens},
+                      {"total_tokens", response->usage.total_tokens}};
+    transcript.Add("message", event);
     request.messages.push_back(reply);
     std::vector<llm::Message> answers = Answer(reply, config, session.tools, transcript, turn, result);
     bool text_final = config.mode == AgentMode::kText && SaysTerminate(reply.content.value_or(""));
@@ -127,6 +194,7 @@ AgentResult RunAgent(llm::LlmClient& llm, AgentSession& session, const AgentConf
       result.copy_error = copied.error().message;
     }
   }
+  if (!config.expected_outputs.empty()) result.missing_outputs = MissingOutputs(config.expected_outputs, result.outputs);
   json outputs = json::array();
   for (const auto& entry : result.outputs.entries) {
     outputs.push_back({{"path", entry.path}, {"status", CopyStatusName(entry.status)}, {"bytes", entry.size}});
@@ -138,6 +206,7 @@ AgentResult RunAgent(llm::LlmClient& llm, AgentSession& session, const AgentConf
                          {"final_answer", result.final_answer},
                          {"outputs", outputs},
                          {"copy_error", result.copy_error},
+                         {"missing_outputs", result.missing_outputs},
                          {"usage", {{"prompt_tokens", result.usage.prompt_tokens},
                                     {"completion_tokens", result.usage.completion_tokens},
                                     {"total_tokens", result.usage.total_tokens}}}});

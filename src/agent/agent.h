@@ -35,6 +35,9 @@ struct AgentConfig {
   int max_turns = 25;
   AgentMode mode = AgentMode::kTools;
   size_t tool_result_bytes = 16 * 1024;
+  // Progress a person can follow (each turn, each execution with its duration and ending);
+  // the CLI prints it to stderr. May be empty.
+  std::function<void(const std::string&)> progress;
 };
 
 enum class AgentEnd { kFinalAnswer, kMaxTurns, kError };
@@ -49,6 +52,7 @@ struct AgentResult {
   llm::Usage usage;
   CopyOutResult outputs;
   std::string copy_error;  // copy-out refused or failed
+  std::vector<std::string> missing_outputs;  // expected outputs of which nothing was copied
 };
 
 // What the loop needs from the session: a runner for tools, and copy-out once it is over

@@ -1,6 +1,8 @@
 // Tool specs, tool dispatch and the bounded text the model reads back.
 #include "src/agent/agent_tools.h"
 
+#include <chrono>
+
 #include <nlohmann/json.hpp>
 
 namespace sbx::agent {
@@ -120,17 +122,23 @@ ToolRun ToolRunner::Execute(const std::string& what, const std::vector<executor:
   for (const auto& block : blocks) code += "[" + block.language + "]\n" + block.source;
   Decision decision = approver_.Approve(what, code);
   if (!decision.approved) {
-    return {"[not run] the user refused to run this: " + decision.reason, false, true};
+    return {"[not run] the user refused to run this: " + decision.reason, false, true, "refused by the user"};
   }
+  auto started = std::chrono::steady_clock::now();
   auto result = executor_.Execute(blocks);
-  if (!result) return {"[not run] the sandbox could not run it: " + result.error().message, false, true};
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!result) {
+    return {"[not run] the sandbox could not run it: " + result.error().message, false, true, "sandbox error", seconds};
+  }
   bool failed = result->rejected || result->status != RunStatus::kExited || result->exit_code != 0;
-  return {DescribeResult(*result, result_bytes_), !result->rejected, failed};
+  std::string ending = result->rejected ? "rejected" : Ending(*result);
+  if (result->state_lost) ending += ", session restarted";
+  return {DescribeResult(*result, result_bytes_), !result->rejected, failed, ending, seconds};
 }
 
 ToolRun ToolRunner::Run(const llm::ToolCall& call) {
   auto arguments = llm::ParseToolArguments(call);
-  if (!arguments) return {"[error] " + arguments.error().message, false, true};
+  if (!arguments) return {"[error] " + arguments.error().message, false, true, "invalid call"};
   const json& args = *arguments;
   auto string_arg = [&](const char* key, const char* fallback) -> std::optional<std::string> {
     auto it = args.find(key);
@@ -139,7 +147,8 @@ ToolRun ToolRunner::Run(const llm::ToolCall& call) {
     return it->get<std::string>();
   };
   auto missing = [&](const char* key) {
-    return ToolRun{"[error] " + call.name + ": argument \"" + key + "\" must be a string", false, true};
+    return ToolRun{"[error] " + call.name + ": argument \"" + key + "\" must be a string", false, true,
+                   "invalid call"};
   };
   if (call.name == "run_python") {
     auto code = string_arg("code", nullptr);
@@ -171,7 +180,7 @@ ToolRun ToolRunner::Run(const llm::ToolCall& call) {
   }
   std::string known;
   for (const auto& spec : AgentToolSpecs()) known += (known.empty() ? "" : ", ") + spec.name;
-  return {"[error] there is no tool \"" + call.name + "\"; the tools are " + known, false, true};
+  return {"[error] there is no tool \"" + call.name + "\"; the tools are " + known, false, true, "unknown tool"};
 }
 
 ToolRun ToolRunner::RunBlocks(const std::vector<executor::CodeBlock>& blocks) {

@@ -29,6 +29,8 @@ struct ToolRun {
   std::string text;       // what goes back to the model
   bool executed = false;  // something ran in the sandbox
   bool failed = false;    // refused, invalid, or the code failed
+  std::string ending;     // "exit code 0", "timed out ...", "refused", "invalid call"
+  double seconds = 0;     // wall time of the execution
 };
 
 class ToolRunner {

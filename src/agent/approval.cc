@@ -38,7 +38,7 @@ class AskOnTerminal final : public Approver {
 Result<ApprovalMode> ParseApprovalMode(const std::string& text) {
   if (text == "never") return ApprovalMode::kNever;
   if (text == "always") return ApprovalMode::kAlways;
-  return InvalidInput("approval: \"" + text + "\" is not a mode; use never or always");
+  return InvalidInput("\"" + text + "\" is not an approval mode; use never or always");
 }
 
 Result<std::unique_ptr<Approver>> MakeApprover(ApprovalMode mode, FILE* in, FILE* out,
@@ -47,7 +47,7 @@ Result<std::unique_ptr<Approver>> MakeApprover(ApprovalMode mode, FILE* in, FILE
   if (!allow_non_terminal && (::isatty(::fileno(in)) == 0 || ::isatty(::fileno(out)) == 0)) {
     return InvalidInput(
         "approval \"always\" asks before each execution, but stdin/stdout is not a terminal; run "
-        "interactively, or pass --approval never");
+        "interactively, or pass --approve never");
   }
   return std::unique_ptr<Approver>(new AskOnTerminal(in, out));
 }

@@ -45,14 +45,15 @@ int Refuse(const std::string& message) {
 void PrintAgentUsage() {
   std::fprintf(stderr,
                "usage: sbx agent --task TEXT | --task-file FILE\n"
-               "                 [--input HOST_PATH[=WORKSPACE_PATH]]... [--output PATH_OR_PATTERN]...\n"
-               "                 [--out DIR] [--transcript FILE] [--max-turns N] [--mode tools|text]\n"
-               "                 [--approval never|always] [--model NAME] [--base-url URL]\n"
+               "                 [--input HOST_PATH[:WORKSPACE_PATH]]... [--expect WORKSPACE_PATH]...\n"
+               "                 [--out-dir DIR] [--transcript FILE] [--max-turns N]\n"
+               "                 [--mode tools|code-blocks] [--approve never|always] [--model NAME] [--base-url URL]\n"
                "                 [--scripted-model FILE] [--policy FILE] [--image DIR]\n"
                "                 [--timeout S] [--memory SIZE] [--pids N] [--cpus N] [--env K=V]...\n"
                "The model is OpenAI-compatible: OPENAI_API_KEY, OPENAI_BASE_URL and SBX_MODEL (flags win).\n"
                "--scripted-model replays a scripted conversation instead of calling a model (offline demo).\n"
-               "exit: 0 final answer; 1 the model or a request failed; 2 max turns reached; 125 refused.\n");
+               "exit: 0 the model finished and every expected output came back; 1 the model or a request\n"
+               "failed; 2 max turns reached; 3 expected outputs missing; 125 refused (bad input).\n");
 }
 
 std::string ReadFile(const std::string& path) {
@@ -75,11 +76,11 @@ std::string Absolute(const std::string& path) {
   return ::getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + path : path;
 }
 
-// --input HOST[=DEST]: a file or a directory, copied into the workspace before the first turn.
+// --input HOST[:DEST]: a file or a directory, copied into the workspace before the first turn.
 Result<void> AddInput(const std::string& spec, executor::ExecutorOptions& options, std::vector<std::string>& names) {
-  auto eq = spec.find('=');
-  std::string host = Absolute(spec.substr(0, eq));
-  std::string dest = eq == std::string::npos ? BaseName(host) : spec.substr(eq + 1);
+  auto colon = spec.rfind(':');
+  std::string host = Absolute(spec.substr(0, colon));
+  std::string dest = colon == std::string::npos ? BaseName(host) : spec.substr(colon + 1);
   struct stat st;
   if (::stat(host.c_str(), &st) != 0) return InvalidInput("--input " + spec + ": " + host + " does not exist");
   if (S_ISDIR(st.st_mode)) {
@@ -109,12 +110,12 @@ int RunAgentCommand(int argc, char** argv) {
     if (arg == "--task") flags.task = value;
     else if (arg == "--task-file") flags.task_file = value;
     else if (arg == "--input") flags.inputs.push_back(value);
-    else if (arg == "--output") flags.outputs.push_back(value);
-    else if (arg == "--out") flags.out_dir = value;
+    else if (arg == "--expect") flags.outputs.push_back(value);
+    else if (arg == "--out-dir") flags.out_dir = value;
     else if (arg == "--transcript") flags.transcript = value;
     else if (arg == "--scripted-model") flags.scripted_model = value;
     else if (arg == "--mode") flags.mode = value;
-    else if (arg == "--approval") flags.approval = value;
+    else if (arg == "--approve") flags.approval = value;
     else if (arg == "--policy") flags.policy_file = value;
     else if (arg == "--image") flags.image = value;
     else if (arg == "--model") flags.llm.model = value;
@@ -134,9 +135,10 @@ int RunAgentCommand(int argc, char** argv) {
     flags.task = ReadFile(flags.task_file);
     if (flags.task.empty()) return Refuse("--task-file " + flags.task_file + ": missing or empty");
   }
-  if (flags.mode != "tools" && flags.mode != "text") return Refuse("--mode: use tools or text, not \"" + flags.mode + "\"");
+  if (flags.mode != "tools" && flags.mode != "code-blocks")
+    return Refuse("--mode: use tools or code-blocks, not \"" + flags.mode + "\"");
   auto approval = agent::ParseApprovalMode(flags.approval);
-  if (!approval) return Refuse("--" + approval.error().message);
+  if (!approval) return Refuse("--approve: " + approval.error().message);
   auto approver = agent::MakeApprover(*approval, stdin, stderr);
   if (!approver) return Refuse(approver.error().message);
   if (!flags.policy_file.empty()) {
@@ -180,7 +182,7 @@ int RunAgentCommand(int argc, char** argv) {
   if (!session) return Refuse(session.error().ToString());
 
   if (::mkdir(flags.out_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Refuse("--out " + flags.out_dir + ": cannot create it");
+    return Refuse("--out-dir " + flags.out_dir + ": cannot create it");
   }
   std::string out_dir = Absolute(flags.out_dir);
   agent::Transcript transcript;
@@ -200,6 +202,7 @@ int RunAgentCommand(int argc, char** argv) {
   config.output_dir = out_dir;
   config.max_turns = flags.max_turns;
   config.mode = flags.mode == "tools" ? agent::AgentMode::kTools : agent::AgentMode::kText;
+  config.progress = [](const std::string& line) { std::fprintf(stderr, "sbx agent: %s\n", line.c_str()); };
   agent::AgentResult result = agent::RunAgent(*model, agent_session, config, transcript);
 
   std::fprintf(stderr, "sbx agent: %s after %d turn(s), %d execution(s), %lld tokens\n",
@@ -212,11 +215,21 @@ int RunAgentCommand(int argc, char** argv) {
   if (!result.copy_error.empty()) std::fprintf(stderr, "sbx agent: outputs not copied: %s\n", result.copy_error.c_str());
   std::fprintf(stderr, "sbx agent: outputs in %s, transcript %s\n", out_dir.c_str(), transcript_path.c_str());
   if (result.end == agent::AgentEnd::kError) {
-    std::fprintf(stderr, "sbx agent: %s\n", result.error.c_str());
+    std::fprintf(stderr, "sbx agent: stopped: %s\n", result.error.c_str());
     return 1;
   }
   std::printf("%s\n", result.final_answer.c_str());
-  return result.end == agent::AgentEnd::kMaxTurns ? 2 : 0;
+  if (result.end == agent::AgentEnd::kMaxTurns) {
+    std::fprintf(stderr, "sbx agent: stopped at --max-turns %d before a final answer\n", flags.max_turns);
+    return 2;
+  }
+  if (!result.missing_outputs.empty()) {
+    std::string missing;
+    for (const auto& path : result.missing_outputs) missing += " " + path;
+    std::fprintf(stderr, "sbx agent: the model finished, but expected outputs are missing:%s\n", missing.c_str());
+    return 3;
+  }
+  return 0;
 }
 
 }  // namespace sbx::cli

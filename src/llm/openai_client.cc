@@ -103,8 +103,13 @@ Result<ChatResponse> OpenAiClient::CompleteWithRetries(const ChatRequest& reques
     }
     if (reply.status >= 200 && reply.status < 300) {
       auto response = ParseChatResponse(reply.body);
-      if (!response) return response.error().Context(where);
-      return response;
+      if (response) return response;
+      // A body cut or garbled on the way (a proxy, an overloaded server) is worth another try.
+      if (!last) {
+        WaitBeforeRetry(attempt - 1, reply, response.error().message);
+        continue;
+      }
+      return response.error().Context(where + tried);
     }
     if (IsRetryableStatus(reply.status) && !last) {
       WaitBeforeRetry(attempt - 1, reply, "HTTP " + std::to_string(reply.status));

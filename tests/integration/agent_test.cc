@@ -117,8 +117,8 @@ TEST(Agent, CliRunsAgainstAnOpenAiCompatibleServer) {
   ::setenv("OPENAI_API_KEY", kKey, 1);
   ::setenv("SBX_MODEL", "cli-model", 1);
   auto run = sbx::testing::RunOnHost({SBX_BINARY, "agent", "--task", "Sum v.", "--input",
-                                      host.path() + "/data.csv=input/data.csv", "--output",
-                                      "output/result.txt", "--out", host.path() + "/out"});
+                                      host.path() + "/data.csv:input/data.csv", "--expect",
+                                      "output/result.txt", "--out-dir", host.path() + "/out"});
   ::unsetenv("OPENAI_BASE_URL");
   ::unsetenv("OPENAI_API_KEY");
   ::unsetenv("SBX_MODEL");
@@ -142,16 +142,16 @@ TEST(Agent, CliRefusesBadInputWith125AndCreatesNothing) {
     const char* expect;
   };
   std::vector<Case> cases = {
-      {{"--task", "x", "--out", out}, "OPENAI_API_KEY"},
-      {{"--out", out}, "--task"},
-      {{"--task", "x", "--mode", "chat", "--out", out}, "--mode"},
-      {{"--task", "x", "--approval", "sometimes", "--out", out}, "approval"},
-      {{"--task", "x", "--approval", "always", "--out", out}, "terminal"},
-      {{"--task", "x", "--max-turns", "0", "--out", out}, "--max-turns"},
-      {{"--task", "x", "--memory", "lots", "--out", out}, "--memory"},
-      {{"--task", "x", "--input", "/nonexistent/file.csv", "--out", out}, "does not exist"},
-      {{"--task", "x", "--input", "/etc/hostname=../escape", "--out", out}, ".."},
-      {{"--task", "x", "--scripted-model", "/nonexistent.json", "--out", out}, "scripted model"},
+      {{"--task", "x", "--out-dir", out}, "OPENAI_API_KEY"},
+      {{"--out-dir", out}, "--task"},
+      {{"--task", "x", "--mode", "text", "--out-dir", out}, "--mode"},
+      {{"--task", "x", "--approve", "sometimes", "--out-dir", out}, "approval"},
+      {{"--task", "x", "--approve", "always", "--out-dir", out}, "terminal"},
+      {{"--task", "x", "--max-turns", "0", "--out-dir", out}, "--max-turns"},
+      {{"--task", "x", "--memory", "lots", "--out-dir", out}, "--memory"},
+      {{"--task", "x", "--input", "/nonexistent/file.csv", "--out-dir", out}, "does not exist"},
+      {{"--task", "x", "--input", "/etc/hostname:../escape", "--out-dir", out}, ".."},
+      {{"--task", "x", "--scripted-model", "/nonexistent.json", "--out-dir", out}, "scripted model"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {SBX_BINARY, "agent"};

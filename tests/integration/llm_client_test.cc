@@ -253,9 +253,8 @@ TEST_F(LlmClientTest, TheKeyNeverAppearsInErrorsEvenWhenTheServerEchoesIt) {
   choices_echo.body_from_request = [](const RecordedRequest& request) {
     return nlohmann::json({{"choices", request.Header("Authorization").value_or("")}}).dump();
   };
-  for (FakeResponse* response : {&json_echo, &text_echo, &choices_echo}) {
-    server_.Enqueue(*response);
-  }
+  for (FakeResponse* response : {&json_echo, &text_echo}) server_.Enqueue(*response);
+  for (int i = 0; i < 3; ++i) server_.Enqueue(choices_echo);  // a bad 200 body is retried
   OpenAiClient client(Config(), Options());
   for (int i = 0; i < 3; ++i) {
     std::string message = ErrorFrom(client);  // asserts the key is absent
@@ -266,16 +265,22 @@ TEST_F(LlmClientTest, TheKeyNeverAppearsInErrorsEvenWhenTheServerEchoesIt) {
     EXPECT_EQ(request.Header("Authorization"), std::string("Bearer ") + kKey);
 }
 
-TEST_F(LlmClientTest, MalformedJsonIsAnErrorNotACrash) {
-  server_.Enqueue(FakeResponse::Json(200, R"({"choices": [{"message": {"content": "hi"}},)"));
-  server_.Enqueue(FakeResponse::Json(200, "not json at all"));
+TEST_F(LlmClientTest, MalformedJsonIsRetriedThenAnErrorNotACrash) {
+  const std::string truncated_body = R"({"choices": [{"message": {"content": "hi"}},)";
+  for (int i = 0; i < 3; ++i) server_.Enqueue(FakeResponse::Json(200, truncated_body));
+  for (int i = 0; i < 3; ++i) server_.Enqueue(FakeResponse::Json(200, "not json at all"));
   OpenAiClient client(Config(), Options());
   std::string truncated = ErrorFrom(client);
-  EXPECT_TRUE(Contains(truncated, "/chat/completions: chat response: not valid JSON")) << truncated;
+  EXPECT_TRUE(Contains(truncated, "/chat/completions (3 attempts): chat response: not valid JSON")) << truncated;
   EXPECT_TRUE(Contains(truncated, "looks truncated")) << truncated;
   std::string garbage = ErrorFrom(client);
   EXPECT_TRUE(Contains(garbage, "not valid JSON")) << garbage;
-  EXPECT_EQ(server_.requests().size(), 2u);  // a parse failure is not retried
+  EXPECT_EQ(server_.requests().size(), 6u);  // a garbled body is retried like a cut one
+  server_.Enqueue(FakeResponse::Json(200, "not json at all"));
+  server_.Enqueue(FakeResponse::Json(200, testing::TextCompletionBody("recovered")));
+  auto recovered = client.Complete(UserAsks("hi"));
+  ASSERT_TRUE(recovered) << recovered.error().message;
+  EXPECT_EQ(recovered->message.content, "recovered");
 }
 
 TEST_F(LlmClientTest, CutConnectionsAreRetriedThenReported) {
@@ -299,7 +304,7 @@ TEST_F(LlmClientTest, CutConnectionsAreRetriedThenReported) {
 }
 
 TEST_F(LlmClientTest, EmptyChoicesIsAnError) {
-  server_.Enqueue(FakeResponse::Json(200, R"({"id":"x","choices":[]})"));
+  for (int i = 0; i < 3; ++i) server_.Enqueue(FakeResponse::Json(200, R"({"id":"x","choices":[]})"));
   OpenAiClient client(Config(), Options());
   EXPECT_TRUE(Contains(ErrorFrom(client), "chat response: \"choices\" is empty"));
 }

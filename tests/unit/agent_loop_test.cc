@@ -246,7 +246,7 @@ TEST(Approval, AlwaysNeedsATerminalAndReadsTheAnswer) {
   FILE* in = std::tmpfile();
   auto refused = MakeApprover(ApprovalMode::kAlways, in, in);
   ASSERT_FALSE(refused);
-  EXPECT_NE(refused.error().message.find("--approval never"), std::string::npos);
+  EXPECT_NE(refused.error().message.find("--approve never"), std::string::npos);
   std::fputs("y\nno thanks\n", in);
   std::rewind(in);
   FILE* out = std::tmpfile();
