@@ -149,6 +149,9 @@ Result<std::unique_ptr<DriverProcess>> StartLocalDriver(const std::vector<std::s
   argv_ptrs.push_back(nullptr);
   env_ptrs.push_back(nullptr);
   const pid_t parent = ::getpid();
+  // The driver's own stdout and stderr (cell markers, its own errors) are not the caller's.
+  UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!dev_null) return SysError(ErrorCode::kIo, "open(/dev/null)");
 
   pid_t pid = ::fork();
   if (pid < 0) return SysError(ErrorCode::kIo, "fork");
@@ -156,7 +159,10 @@ Result<std::unique_ptr<DriverProcess>> StartLocalDriver(const std::vector<std::s
     ::setsid();
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(126);
-    if (::dup2(sockets->driver.get(), 0) < 0 || ::chdir(workspace_dir.c_str()) != 0) ::_exit(126);
+    if (::dup2(sockets->driver.get(), 0) < 0 || ::dup2(dev_null.get(), 1) < 0 ||
+        ::dup2(dev_null.get(), 2) < 0 || ::chdir(workspace_dir.c_str()) != 0) {
+      ::_exit(126);
+    }
     ::execve(argv_ptrs[0], argv_ptrs.data(), env_ptrs.data());
     ::_exit(127);
   }

@@ -8,6 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <thread>
+
+#include <signal.h>
+#include <sys/wait.h>
 #include <fstream>
 #include <string>
 
@@ -267,6 +271,61 @@ TEST(Executor, ManifestIsStagedAndOutputsCopyBackSafely) {
   EXPECT_NE(::lstat((dest + "/out/passwd").c_str(), &st), 0);
   auto hostile = session->CopyOutputs({"../etc"}, dest);
   EXPECT_FALSE(hostile);
+  // The workspace as a tar: over its byte budget it is an error, never a silently short archive.
+  auto too_big = session->PersistWorkspace(host.path() + "/too-big.tar");
+  ASSERT_FALSE(too_big);
+  EXPECT_NE(too_big.error().message.find("out/sparse"), std::string::npos) << too_big.error().message;
+  EXPECT_NE(::access((host.path() + "/too-big.tar").c_str(), F_OK), 0) << "a partial archive was left";
+  Python(*session, "import os\nos.remove('out/sparse')");  // a fresh session, the same workspace
+  // Then the regular files only, nothing it could be tricked into following.
+  auto archived = session->PersistWorkspace(host.path() + "/workspace.tar");
+  ASSERT_TRUE(archived) << archived.error().ToString();
+  auto listing = RunOnHost({"/bin/tar", "-tvf", host.path() + "/workspace.tar"});
+  EXPECT_NE(listing.output.find("out/sum.csv"), std::string::npos) << listing.output;
+  EXPECT_NE(listing.output.find("in/data.csv"), std::string::npos) << listing.output;
+  EXPECT_EQ(listing.output.find("passwd"), std::string::npos) << listing.output;
+  EXPECT_EQ(listing.output.find("fifo"), std::string::npos) << listing.output;
+}
+
+TEST(Executor, IdleSessionEndsAndTheNextCallSaysItIsFresh) {
+  ExecutorOptions options = Options();
+  options.session_idle_seconds = 0.5;
+  auto session = NewSession(std::move(options));
+  ASSERT_TRUE(session);
+  Python(*session, "kept = 1\nimport subprocess\nsubprocess.Popen(['sleep', '1006'])");
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(2000 * WallClockScale())));
+  EXPECT_TRUE(HostProcessesWith("sleep 1006").empty()) << "the idle session's processes live on";
+  CodeResult next = Python(*session, "'kept' in globals()");
+  EXPECT_EQ(*next.value, "False");
+  EXPECT_NE(next.notice.find("idle"), std::string::npos) << next.notice;
+}
+
+TEST(Executor, SessionDiesWithTheProcessThatOwnsIt) {
+  pid_t owner = ::fork();
+  ASSERT_GE(owner, 0);
+  if (owner == 0) {
+    auto session = SessionExecutor::Create(Options());
+    if (!session) ::_exit(1);
+    auto r = (*session)->Execute({{"python", "import subprocess\nsubprocess.Popen(['sleep', '1007'])"}});
+    if (!r || r->exit_code != 0) ::_exit(2);
+    ::write(1, "ready\n", 6);
+    ::pause();  // killed below, without any chance to clean up
+    ::_exit(3);
+  }
+  for (int i = 0; i < 200 && HostProcessesWith("sleep 1007").empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  bool started = !HostProcessesWith("sleep 1007").empty();
+  ::kill(owner, SIGKILL);  // whatever happened: never leave the owner behind
+  int status = 0;
+  ::waitpid(owner, &status, 0);
+  ASSERT_TRUE(started) << "the session never started";
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = HostProcessesWith("sleep 1007").empty() && HostProcessesWith("session_driver").empty();
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(gone) << "the session outlived its owner";
 }
 
 TEST(Executor, LocalExecutorSaysItIsolatesNothingAndStillDropsTheEnvironment) {

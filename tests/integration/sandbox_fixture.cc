@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -101,6 +102,7 @@ std::vector<int> HostProcessesWith(const std::string& token) {
     if (pid <= 0 || pid == ::getpid()) continue;
     std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    std::replace(text.begin(), text.end(), '\0', ' ');  // argv is NUL-separated
     if (text.find(token) != std::string::npos) found.push_back(pid);
   }
   ::closedir(proc);
