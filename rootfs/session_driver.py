@@ -128,6 +128,8 @@ class OutputPipes:
             os.set_blocking(r, False)
             self.readers[r] = name
         self.stop = False
+        # Written by finish(), so the drain thread wakes at once instead of at its next poll.
+        self.wake_r, self.wake_w = os.pipe()
         self.thread = threading.Thread(target=self.drain, daemon=True)
         self.thread.start()
 
@@ -157,10 +159,12 @@ class OutputPipes:
         return True
 
     def drain(self):
+        watched = list(self.readers) + [self.wake_r]
         while not self.stop:
-            ready, _, _ = select.select(list(self.readers), [], [], 0.05)
+            ready, _, _ = select.select(watched, [], [], 0.05)
             for fd in ready:
-                self.take(fd)
+                if fd != self.wake_r:
+                    self.take(fd)
 
     def finish(self):
         """Restores fds 1 and 2; everything written before now is in the pipes and is read."""
@@ -173,7 +177,10 @@ class OutputPipes:
             os.dup2(saved, fd)
             os.close(saved)
         self.stop = True
+        os.write(self.wake_w, b"x")
         self.thread.join()
+        os.close(self.wake_r)
+        os.close(self.wake_w)
         for fd in self.readers:
             while self.take(fd):
                 pass
@@ -376,18 +383,23 @@ class Session:
         return saved
 
 
-def main():
-    idle_seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 0
-    channel = os.dup(0)  # the socket; user code gets /dev/null as stdin
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
+def serve(channel, idle_seconds):
+    """Runs the session on `channel`; also the entry of a session forked by zygote.py."""
     os.environ.setdefault("MPLBACKEND", "Agg")
     # plt.show() on Agg returns at once; its "non-interactive" warning is noise here.
     warnings.filterwarnings("ignore", message=".*non-interactive.*")
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     sys.argv = ["cell"]
     return Session(channel).run(idle_seconds)
+
+
+def main():
+    idle_seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 0
+    channel = os.dup(0)  # the socket; user code gets /dev/null as stdin
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return serve(channel, idle_seconds)
 
 
 if __name__ == "__main__":

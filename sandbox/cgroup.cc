@@ -1,6 +1,11 @@
 // RunCgroup: picks cgroup v2, then v1, and owns the run's directories until they are removed.
 #include "sandbox/cgroup.h"
 
+#include <sys/random.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
 #include <utility>
 
 #include "sandbox/cgroup_internal.h"
@@ -130,6 +135,46 @@ bool IsValidRunId(const std::string& id) {
     if (!ok) return false;
   }
   return true;
+}
+
+std::string NewRunId() {
+  static std::atomic<unsigned> counter{0};
+  unsigned char bytes[4] = {};
+  if (::getrandom(bytes, sizeof(bytes), 0) != sizeof(bytes)) std::memset(bytes, 0, sizeof(bytes));
+  char id[32];
+  std::snprintf(id, sizeof(id), "%u-%02x%02x%02x%02x", counter++, bytes[0], bytes[1], bytes[2],
+                bytes[3]);
+  return id;
+}
+
+Result<std::optional<RunCgroup>> CreateCgroupForPolicy(const Policy& policy, const CgroupOptions& options,
+                                                       std::vector<std::string>* degraded) {
+  auto created = options.try_v2 || options.try_v1
+                     ? RunCgroup::CreateInParent(NewRunId(), policy.limits, options)
+                     : Result<RunCgroup>(MakeError(ErrorCode::kUnavailable, "cgroups turned off (--cgroup none)"));
+  if (!created) {
+    if (created.error().code == ErrorCode::kUnavailable && policy.AllowsDegraded(Layer::kCgroup)) {
+      degraded->push_back("cgroup");
+      return std::optional<RunCgroup>();
+    }
+    return created.error().Context(
+        "cgroup (required for memory, pids and cpu limits; allow_degraded may list \"cgroup\" to "
+        "fall back to rlimits)");
+  }
+  const CgroupEnforcement& enforced = created->enforcement();
+  if (!(enforced.memory && enforced.pids && enforced.cpu)) {
+    // A hierarchy without one of the controllers: that limit would fall to an rlimit (or to
+    // nothing, for cpu), which only the policy may accept.
+    std::string missing = std::string(enforced.memory ? "" : " memory") + (enforced.pids ? "" : " pids") +
+                          (enforced.cpu ? "" : " cpu");
+    if (!policy.AllowsDegraded(Layer::kCgroup)) {
+      return MakeError(ErrorCode::kSetupFailed,
+                       "cgroup: no usable controller for" + missing +
+                           "; allow_degraded may list \"cgroup\" to fall back to rlimits");
+    }
+    degraded->push_back("cgroup:" + missing.substr(1));
+  }
+  return std::optional<RunCgroup>(std::move(*created));
 }
 
 }  // namespace sbx

@@ -83,6 +83,17 @@ class RunCgroup {
   State* state_ = nullptr;  // owned; a pointer so the header stays free of detail
 };
 
+// The run's cgroup as `policy` requires it: a cgroup with memory, pids and cpu controllers;
+// or std::nullopt, with "cgroup" (or "cgroup:<missing controllers>") appended to *degraded,
+// when none can be had (or one lacks a controller) and the policy allows degrading cgroup
+// (rlimits then stand in: PlanRlimits). Otherwise an error that names the layer and the fix.
+// Used by the launcher and by the warm pool for each pooled session.
+Result<std::optional<RunCgroup>> CreateCgroupForPolicy(const Policy& policy, const CgroupOptions& options,
+                                                       std::vector<std::string>* degraded);
+
+// A fresh run id ("<counter>-<random hex>") for cgroup names.
+std::string NewRunId();
+
 // Describes the host's cgroup situation for `sbx doctor`: "v2 at /sys/fs/cgroup/..., controllers
 // memory pids cpu delegated" or "v1: memory at ..., pids at ..., cpu at ..." or why neither works.
 std::string DescribeCgroupSupport(const CgroupOptions& options = {});

@@ -69,12 +69,16 @@ int CloseAllExcept(int keep_a, int keep_b) {
   if (::dup2(plan.stdin_fd, 0) < 0 || ::dup2(plan.stdout_fd, 1) < 0 || ::dup2(plan.stderr_fd, 2) < 0)
     FailSetup(plan.sync_fd, ChildStep::kStdio, errno);
   if (int err = ApplyRlimitsInChild(plan.rlimits)) FailSetup(plan.sync_fd, ChildStep::kRlimits, err);
-  DropPrivileges(plan);
+  if (!plan.keep_namespace_capabilities) {
+    DropPrivileges(plan);
+  } else if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    FailSetup(plan.sync_fd, ChildStep::kNoNewPrivs, errno);
+  }
   if (::chdir("/workspace") != 0) FailSetup(plan.sync_fd, ChildStep::kChdirWorkspace, errno);
   // Mark instead of close so the sync socket stays usable until execve succeeds.
   if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
     FailSetup(plan.sync_fd, ChildStep::kCloseFds, errno);
-  if (plan.seccomp != nullptr) {
+  if (plan.seccomp != nullptr && !plan.keep_namespace_capabilities) {
     if (int err = InstallSeccompInChild(*plan.seccomp)) FailSetup(plan.sync_fd, ChildStep::kSeccomp, err);
   }
   int exec_errno = ENOENT;

@@ -23,6 +23,9 @@ struct ChildPlan {
   int stderr_fd = -1;
   bool root_mode = false;      // setgroups(0) is allowed and needed to shed root's groups
   bool set_up_loopback = true;  // a fresh network namespace
+  // RunSpec::zygote_keeps_namespace_capabilities: the program keeps root and its capabilities
+  // inside the user namespace and gets no seccomp filter (no_new_privs still holds).
+  bool keep_namespace_capabilities = false;
   MountPlan mounts;
   RlimitPlan rlimits;
   CapabilityPlan capabilities;

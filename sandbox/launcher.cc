@@ -5,14 +5,12 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -40,16 +38,6 @@ Result<Pipe> MakePipe(const char* what) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return SysError(ErrorCode::kSetupFailed, std::string("pipe2 (") + what + ")");
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
-}
-
-std::string NewRunId() {
-  static std::atomic<unsigned> counter{0};
-  unsigned char bytes[4] = {};
-  if (::getrandom(bytes, sizeof(bytes), 0) != sizeof(bytes)) std::memset(bytes, 0, sizeof(bytes));
-  char id[32];
-  std::snprintf(id, sizeof(id), "%u-%02x%02x%02x%02x", counter++, bytes[0], bytes[1], bytes[2],
-                bytes[3]);
-  return id;
 }
 
 // PATH search happens in the parent against the image, so the child only tries a list.
@@ -158,33 +146,10 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   if (!capabilities) return capabilities.error();
 
   // 3. The cgroup, or rlimits when the policy accepts losing it.
-  std::optional<RunCgroup> cgroup;
-  const CgroupOptions& cgroup_options = spec.cgroup_options;
-  auto created = cgroup_options.try_v2 || cgroup_options.try_v1
-                     ? RunCgroup::CreateInParent(NewRunId(), policy.limits, cgroup_options)
-                     : Result<RunCgroup>(MakeError(ErrorCode::kUnavailable, "cgroups turned off (--cgroup none)"));
-  if (created) {
-    cgroup = std::move(*created);
-  } else if (created.error().code == ErrorCode::kUnavailable && policy.AllowsDegraded(Layer::kCgroup)) {
-    result.degraded.push_back("cgroup");
-  } else {
-    return created.error().Context(
-        "cgroup (required for memory, pids and cpu limits; allow_degraded may list \"cgroup\" to "
-        "fall back to rlimits)");
-  }
+  auto created = CreateCgroupForPolicy(policy, spec.cgroup_options, &result.degraded);
+  if (!created) return created.error();
+  std::optional<RunCgroup> cgroup = std::move(*created);
   const CgroupEnforcement enforced = cgroup ? cgroup->enforcement() : CgroupEnforcement{};
-  if (cgroup && !(enforced.memory && enforced.pids && enforced.cpu)) {
-    // A hierarchy without one of the controllers: that limit would fall to an rlimit (or to
-    // nothing, for cpu), which only the policy may accept.
-    std::string missing = std::string(enforced.memory ? "" : " memory") + (enforced.pids ? "" : " pids") +
-                          (enforced.cpu ? "" : " cpu");
-    if (!policy.AllowsDegraded(Layer::kCgroup)) {
-      return MakeError(ErrorCode::kSetupFailed,
-                       "cgroup: no usable controller for" + missing +
-                           "; allow_degraded may list \"cgroup\" to fall back to rlimits");
-    }
-    result.degraded.push_back("cgroup:" + missing.substr(1));
-  }
 
   if (!workspace && spec.held_workspace == nullptr) {
     auto temporary = CreateTemporaryWorkspace(mapping->host_uid, mapping->host_gid);
@@ -225,6 +190,13 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   plan.set_up_loopback = policy.network == NetworkMode::kNone;
   plan.mounts = PrepareMountsInParent(image->path, image->fd.get(), run_workspace.path,
                                       run_workspace.fd.get(), policy.limits);
+  if (spec.zygote_keeps_namespace_capabilities) {
+    if (!mapping->root_mode) {
+      return InvalidInput("zygote: the warm pool needs sbx to run as root (root-mode id mapping)");
+    }
+    plan.keep_namespace_capabilities = true;
+    plan.mounts.expose_image_at = kZygoteImageDir;
+  }
   plan.rlimits = PlanRlimits(policy.limits, enforced.memory, enforced.pids);
   plan.capabilities = *capabilities;
   plan.seccomp = seccomp;
@@ -319,8 +291,8 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
       {"pid_namespace", "pid_namespace"},
       {"mount_namespace", "overlay"},
       {"network", policy.network == NetworkMode::kNone ? "network_namespace" : "host"},
-      {"seccomp", seccomp ? "seccomp_bpf" : "none"},
-      {"capabilities", "dropped"},
+      {"seccomp", plan.keep_namespace_capabilities ? "per_session" : seccomp ? "seccomp_bpf" : "none"},
+      {"capabilities", plan.keep_namespace_capabilities ? "kept_in_user_namespace" : "dropped"},
       {"memory", enforced.memory ? cg : "rlimit_as"},
       {"pids", enforced.pids ? cg : "rlimit_nproc"},
       {"cpu", enforced.cpu ? cg : "none"},

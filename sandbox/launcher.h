@@ -64,7 +64,18 @@ struct RunSpec {
   // the run is stopped as at the timeout and ends kCancelled. Lets a caller that runs
   // RunSandboxed on its own thread (a session) end it. Not owned; -1: none.
   int cancel_fd = -1;
+  // DANGEROUS, for the warm pool's zygote only (src/executor/session_pool.h): the program
+  // keeps its capabilities inside its own user namespace (it stays root there), no seccomp
+  // filter is installed, and the image is also bound read-only at kZygoteImageDir so the
+  // program can build further sandboxes from it. Everything else is as for any run: user,
+  // mount, pid, net, ipc, uts namespaces, the run's cgroup, no_new_privs, a clean
+  // environment. The program must never run untrusted code itself; the zygote applies every
+  // dropped layer to each session it forks. Needs root mode (sbx running as root).
+  bool zygote_keeps_namespace_capabilities = false;
 };
+
+// Where a zygote run (RunSpec::zygote_keeps_namespace_capabilities) sees the image.
+inline constexpr const char* kZygoteImageDir = "/.sbx-image";
 
 // Runs spec.argv in a fresh sandbox and waits for it. An Error means sbx refused or could not
 // set up the sandbox before the program ran (CLI exit 125); nothing is left behind then.

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <iterator>
 
 namespace sbx {
 namespace {
@@ -149,6 +150,16 @@ int MaskProc() {
 
 }  // namespace
 
+const ProcMasks& SandboxProcMasks() {
+  static const ProcMasks masks{
+      {std::begin(kMaskedProcFiles), std::end(kMaskedProcFiles)},
+      {std::begin(kReadOnlyProcDirs), std::end(kReadOnlyProcDirs)},
+      {std::begin(kMaskedProcDirs), std::end(kMaskedProcDirs)},
+      {std::begin(kDevices), std::end(kDevices)},
+  };
+  return masks;
+}
+
 MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
                                 const std::string& workspace_path, int workspace_fd,
                                 const Limits& limits) {
@@ -202,6 +213,17 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
   }
   if (::mount("overlay", "root", "overlay", kSafe, plan.overlay_options.c_str()) != 0)
     return Fail(ChildStep::kMountOverlay, failed_step);
+  if (!plan.expose_image_at.empty()) {
+    // "root" + the absolute path; mkdir in the overlay only copies up its parent.
+    char target[96];
+    ::snprintf(target, sizeof(target), "root%s", plan.expose_image_at.c_str());
+    if (::mkdir(target, 0755) != 0 || ::mount("lower", target, nullptr, MS_BIND | MS_REC, nullptr) != 0)
+      return Fail(ChildStep::kMountImage, failed_step);
+    if (int err = BindRemount(target, MS_RDONLY | kSafe)) {
+      errno = err;
+      return Fail(ChildStep::kMountImage, failed_step);
+    }
+  }
   if (::mount(workspace_source, "root/workspace", nullptr, MS_BIND, nullptr) != 0)
     return Fail(ChildStep::kMountWorkspace, failed_step);
   if (int err = BindRemount("root/workspace", kSafe)) {

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "sandbox/child_report.h"
 #include "sandbox/policy.h"
@@ -40,7 +41,20 @@ struct MountPlan {
   std::string overlay_options;
   std::string tmp_options;
   std::string shm_options;
+  // Non-empty (a zygote run): the image is also bound read-only, nosuid, nodev at this path
+  // of the new root, so the zygote's sessions can use it as their own overlay's lower layer.
+  std::string expose_image_at;
 };
+
+// The /proc entries every sandbox masks (the cold path here, pooled sessions in the zygote,
+// which receives these lists from the host rather than keeping copies of its own).
+struct ProcMasks {
+  std::vector<const char*> files;      // covered by /dev/null
+  std::vector<const char*> read_only;  // bound read-only onto themselves
+  std::vector<const char*> hidden;     // covered by an empty read-only tmpfs
+  std::vector<const char*> devices;    // bound from the host's /dev into the minimal /dev
+};
+const ProcMasks& SandboxProcMasks();
 
 MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
                                 const std::string& workspace_path, int workspace_fd,

@@ -1,0 +1,251 @@
+// SessionPool: the zygote, the warm sessions a background thread keeps ready, and the executors.
+#include "src/executor/session_pool.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "sandbox/image.h"
+#include "sandbox/userns.h"
+#include "src/executor/zygote.h"
+
+namespace sbx::executor {
+
+const char* const kDefaultZygoteWarmup =
+    "import io\n"
+    "import numpy as np\n"
+    "import pandas as pd\n"
+    "import matplotlib.pyplot as plt\n"
+    "df = pd.DataFrame({'a': range(1000), 'b': np.arange(1000) % 7})\n"
+    "df.describe(); df.groupby('b').a.mean(); repr(df.head())\n"
+    "fig = plt.figure(); plt.plot([1, 2, 3]); fig.savefig(io.BytesIO(), format='png')\n"
+    "plt.close('all')\n";
+
+namespace {
+
+struct WarmSession {
+  Workspace workspace;
+  std::string name;
+  std::unique_ptr<PooledDriver> driver;
+};
+
+bool Ended(const DriverProcess& driver) {
+  struct pollfd pfd = {driver.ended_fd(), POLLIN, 0};
+  return ::poll(&pfd, 1, 0) == 1;
+}
+
+}  // namespace
+
+struct PoolCore {
+  PoolOptions options;
+  std::string image_dir;
+  FileOwner owner;
+  Workspace root;
+  std::unique_ptr<Zygote> zygote;
+  std::atomic<unsigned> next_name{0};
+
+  mutable std::mutex mutex;
+  mutable std::condition_variable changed;
+  std::deque<WarmSession> warm;
+  bool stopping = false;
+  std::string last_error;
+  std::thread refill;
+
+  ~PoolCore() {
+    Shutdown();
+    if (!root.path.empty()) (void)RemoveTree(root.path);
+  }
+
+  // A fresh directory directly under the root, owned by the sandbox user.
+  Result<Workspace> NewWorkspace(std::string* name) {
+    *name = "s-" + std::to_string(next_name++);
+    if (::mkdirat(root.fd.get(), name->c_str(), 0700) != 0)
+      return SysError(ErrorCode::kIo, "mkdir(" + root.path + "/" + *name + ")");
+    Workspace workspace;
+    workspace.path = root.path + "/" + *name;
+    workspace.temporary = true;
+    if (::fchownat(root.fd.get(), name->c_str(), owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW) != 0) {
+      (void)RemoveTree(workspace.path);
+      return SysError(ErrorCode::kIo, "chown(" + workspace.path + ")");
+    }
+    workspace.fd.reset(::openat(root.fd.get(), name->c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!workspace.fd) {
+      (void)RemoveTree(workspace.path);
+      return SysError(ErrorCode::kIo, "open(" + workspace.path + ")");
+    }
+    return workspace;
+  }
+
+  Result<WarmSession> SpawnWarm() {
+    WarmSession session;
+    auto workspace = NewWorkspace(&session.name);
+    if (!workspace) return workspace.error();
+    session.workspace = std::move(*workspace);
+    auto driver = zygote->Spawn(session.workspace, session.name);
+    if (!driver) {
+      (void)RemoveTree(session.workspace.path);
+      return driver.error();
+    }
+    session.driver = std::move(*driver);
+    return session;
+  }
+
+  void RefillLoop() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      changed.wait(lock, [this] { return stopping || warm.size() < options.warm_sessions; });
+      if (stopping) return;
+      lock.unlock();
+      auto session = SpawnWarm();
+      lock.lock();
+      if (session) {
+        warm.push_back(std::move(*session));
+        changed.notify_all();
+        continue;
+      }
+      last_error = session.error().ToString();
+      if (!zygote->alive()) return;
+      // A failing spawn is retried, but never in a tight loop.
+      changed.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping; });
+    }
+  }
+
+  void Shutdown() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    changed.notify_all();
+    if (refill.joinable()) refill.join();
+    std::deque<WarmSession> left;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      left.swap(warm);
+    }
+    for (WarmSession& session : left) {
+      session.driver.reset();
+      (void)RemoveTree(session.workspace.path);
+    }
+    if (zygote) zygote->Stop();
+  }
+
+  Result<WarmSession> Take() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (stopping) return MakeError(ErrorCode::kUnavailable, "pool: closed");
+      while (!warm.empty()) {
+        WarmSession session = std::move(warm.front());
+        warm.pop_front();
+        changed.notify_all();
+        if (!Ended(*session.driver)) return session;
+        // Ended while waiting (its idle timeout): discarded.
+        session.driver.reset();
+        (void)RemoveTree(session.workspace.path);
+      }
+    }
+    if (!zygote->alive()) {
+      std::lock_guard<std::mutex> lock(mutex);
+      return MakeError(ErrorCode::kUnavailable,
+                       "pool: the zygote has ended" + (last_error.empty() ? "" : " (last error: " + last_error + ")"));
+    }
+    return SpawnWarm();
+  }
+};
+
+PooledSessionExecutor::PooledSessionExecutor(ExecutorOptions options, std::shared_ptr<PoolCore> core)
+    : SessionExecutor(std::move(options)), core_(std::move(core)) {}
+
+PooledSessionExecutor::~PooledSessionExecutor() {
+  Close();
+  first_.reset();
+}
+
+Result<std::unique_ptr<DriverProcess>> PooledSessionExecutor::StartDriver() {
+  if (first_) return std::move(first_);
+  {
+    std::lock_guard<std::mutex> lock(core_->mutex);
+    if (core_->stopping) return MakeError(ErrorCode::kUnavailable, "pool: closed; this session cannot be replaced");
+  }
+  auto driver = core_->zygote->Spawn(workspace_, workspace_name_);
+  if (!driver) return driver.error();
+  host_pid_ = (*driver)->host_pid();
+  return std::unique_ptr<DriverProcess>(std::move(*driver));
+}
+
+Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
+  SBX_TRY(ValidatePolicy(options.policy));
+  if (options.warm_sessions > 64) return InvalidInput("pool: warm_sessions must be at most 64");
+  if (options.session_idle_seconds < 0) return InvalidInput("pool: session_idle_seconds must be >= 0");
+  auto core = std::make_shared<PoolCore>();
+  core->options = options;
+  core->image_dir = options.image_dir;
+  if (core->image_dir.empty()) {
+    auto image = FindDefaultImage();
+    if (!image) return image.error();
+    core->image_dir = image->path;
+  }
+  auto mapping = ComputeIdMapping(::geteuid(), ::getegid());
+  if (!mapping) return mapping.error();
+  core->owner = FileOwner{mapping->host_uid, mapping->host_gid};
+  auto root = CreateTemporaryWorkspace(mapping->host_uid, mapping->host_gid);
+  if (!root) return root.error();
+  core->root = std::move(*root);
+  ZygoteOptions zygote_options;
+  zygote_options.policy = options.policy;
+  zygote_options.image_dir = core->image_dir;
+  zygote_options.cgroup_options = options.cgroup_options;
+  zygote_options.session_idle_seconds = options.session_idle_seconds;
+  zygote_options.start_timeout_seconds = options.start_timeout_seconds;
+  zygote_options.warmup_code = options.warmup_code;
+  auto zygote = Zygote::Start(zygote_options, core->root);
+  if (!zygote) return zygote.error().Context("pool");
+  core->zygote = std::move(*zygote);
+  core->refill = std::thread([raw = core.get()] { raw->RefillLoop(); });
+  return std::unique_ptr<SessionPool>(new SessionPool(std::move(core)));
+}
+
+SessionPool::~SessionPool() { core_->Shutdown(); }
+
+const std::string& SessionPool::workspaces_root() const { return core_->root.path; }
+
+size_t SessionPool::WaitForWarm(size_t count, double timeout_seconds) const {
+  std::unique_lock<std::mutex> lock(core_->mutex);
+  core_->changed.wait_for(lock, std::chrono::duration<double>(timeout_seconds),
+                          [this, count] { return core_->stopping || core_->warm.size() >= count; });
+  return core_->warm.size();
+}
+
+Result<std::unique_ptr<PooledSessionExecutor>> SessionPool::Acquire(PooledSessionOptions options) {
+  SBX_TRY(ValidateManifest(options.manifest));
+  ExecutorOptions executor_options;
+  executor_options.policy = core_->options.policy;
+  executor_options.policy.limits.timeout_seconds = options.timeout_seconds;
+  SBX_TRY(ValidatePolicy(executor_options.policy));
+  executor_options.image_dir = core_->image_dir;
+  executor_options.grace_seconds = options.grace_seconds;
+  executor_options.figures_dir = options.figures_dir;
+  executor_options.session_idle_seconds = core_->options.session_idle_seconds;
+  auto session = core_->Take();
+  if (!session) return session.error().Context("pool");
+  std::unique_ptr<PooledSessionExecutor> executor(
+      new PooledSessionExecutor(std::move(executor_options), core_));
+  executor->workspace_ = std::move(session->workspace);
+  executor->workspace_name_ = session->name;
+  executor->host_pid_ = session->driver->host_pid();
+  executor->first_ = std::move(session->driver);
+  if (!options.manifest.entries().empty()) {
+    auto staged = StageManifestAt(executor->workspace_.fd.get(), options.manifest, core_->owner);
+    if (!staged) return staged.error().Context("manifest");
+  }
+  return executor;
+}
+
+}  // namespace sbx::executor

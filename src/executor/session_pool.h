@@ -1,0 +1,108 @@
+// The warm pool: isolated Python sessions forked from a zygote that has already imported numpy,
+// pandas, matplotlib (Agg) and scipy, so a fresh session costs a socket handover instead of a
+// cold interpreter start.
+//
+// Usage:
+//   PoolOptions options;                       // policy (limits of every session), image
+//   options.warm_sessions = 4;                 // kept forked, placed and waiting
+//   auto pool = SessionPool::Create(options);  // starts the zygote (~0.5 s of imports)
+//   auto session = (*pool)->Acquire();         // a PooledSessionExecutor
+//   (*session)->Execute({{"python", "import pandas as pd\npd.DataFrame(...).describe()"}});
+//   session->reset();                          // kills its tree, removes its cgroup and workspace
+//
+// What a pooled session is (rootfs/zygote.py holds the child's steps, zygote.h the host's):
+// pid 1 of its own pid namespace, nested in the zygote's; its own mount namespace with an
+// overlay root (the image below, a bounded tmpfs above), its own workspace, a fresh masked
+// /proc, a minimal /dev and a /tmp tmpfs; its own net (lo only), ipc and uts namespaces and
+// a cgroup namespace; its own cgroup with the policy's memory, pids and cpu limits (or the
+// rlimit fallback, only if the policy allows degrading cgroup); uid and gid 1000, every
+// capability set empty, no_new_privs; the default seccomp filter installed last. Sessions
+// share the zygote's user namespace (each cold sandbox has its own); inside it they hold no
+// capability and cannot see one another's processes, files, sockets or IPC objects.
+//
+// Lifetimes: an executor ends its session (and removes its cgroup and workspace) when it is
+// destroyed or closed. Destroying the pool kills the zygote and every session, including those
+// of executors still alive (their next Execute fails). If the owning process dies, the
+// zygote's sandbox dies with it and every session with the zygote's pid namespace.
+//
+// Not (yet) per session: the policy (limits, environment) is the pool's; the session's
+// maximum lifetime is not enforced (only its idle timeout); numpy and OpenMP run
+// single-threaded (the zygote sets OPENBLAS/OMP/MKL_NUM_THREADS=1 to fork safely).
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+#include "sandbox/cgroup.h"
+#include "sandbox/error.h"
+#include "sandbox/manifest.h"
+#include "sandbox/policy.h"
+#include "src/executor/executors.h"
+
+namespace sbx::executor {
+
+// Run once in the zygote before it forks: pulls in the lazily imported parts of the stack
+// that typical agent code reaches (DataFrame construction and describe, groupby, a figure).
+extern const char* const kDefaultZygoteWarmup;
+
+struct PoolOptions {
+  Policy policy;             // every session's limits and environment; network must be "none"
+  std::string image_dir;     // empty: the default image
+  size_t warm_sessions = 4;  // 0..64 sessions kept ready; 0 forks each on Acquire
+  double session_idle_seconds = 900;  // a session (warm or in use) ends after this idle time
+  CgroupOptions cgroup_options;
+  std::string warmup_code = kDefaultZygoteWarmup;
+  double start_timeout_seconds = 120;
+};
+
+// Per-session settings for Acquire.
+struct PooledSessionOptions {
+  Manifest manifest;              // staged into the session's workspace before it runs
+  double timeout_seconds = 60;    // per block, as policy.limits.timeout_seconds of a session
+  double grace_seconds = 2;
+  std::string figures_dir = "output/figures";
+};
+
+class SessionPool;
+struct PoolCore;
+
+class PooledSessionExecutor final : public SessionExecutor {
+ public:
+  ~PooledSessionExecutor() override;
+  std::string Name() const override { return "pooled session"; }
+  // The host pid of the current session's pid 1 (0 before one exists), for measurements.
+  pid_t host_pid() const { return host_pid_; }
+
+ private:
+  friend class SessionPool;
+  PooledSessionExecutor(ExecutorOptions options, std::shared_ptr<PoolCore> core);
+  // The warm session on the first call; afterwards (the previous one was lost) a fresh fork
+  // on the same workspace.
+  Result<std::unique_ptr<DriverProcess>> StartDriver() override;
+
+  std::shared_ptr<PoolCore> core_;
+  std::string workspace_name_;
+  std::unique_ptr<DriverProcess> first_;
+  pid_t host_pid_ = 0;
+};
+
+class SessionPool {
+ public:
+  static Result<std::unique_ptr<SessionPool>> Create(PoolOptions options);
+  ~SessionPool();
+
+  // A fresh isolated session, from the warm ones if any are ready. Thread-safe.
+  Result<std::unique_ptr<PooledSessionExecutor>> Acquire(PooledSessionOptions options = {});
+  // Sessions ready now; blocks until `count` are (or `timeout_seconds` passed).
+  size_t WaitForWarm(size_t count, double timeout_seconds) const;
+  // The directory that holds every session's workspace (removed with the pool).
+  const std::string& workspaces_root() const;
+
+ private:
+  explicit SessionPool(std::shared_ptr<PoolCore> core) : core_(std::move(core)) {}
+  std::shared_ptr<PoolCore> core_;
+};
+
+}  // namespace sbx::executor

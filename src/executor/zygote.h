@@ -1,0 +1,96 @@
+// The host side of the warm pool's zygote (rootfs/zygote.py): starting it in its base sandbox,
+// and asking it for isolated sessions, each of which becomes a DriverProcess.
+//
+// Usage (SessionPool does this; see session_pool.h):
+//   1. `auto zygote = Zygote::Start(options, workspaces_root);` runs rootfs/zygote.py as the
+//      program of a sandbox started with RunSpec::zygote_keeps_namespace_capabilities, with
+//      `workspaces_root` (a temporary workspace) as its /workspace; sends it the session
+//      configuration (the compiled seccomp program, the /proc masks, tmpfs sizes, the sandbox
+//      uid, the highest capability) and waits until it has imported the stack.
+//   2. `zygote->Spawn(workspace)` for a directory directly under `workspaces_root`: creates
+//      the session's cgroup (CreateCgroupForPolicy, as the cold path), sends the request with
+//      the session's socket and an O_PATH fd of its workspace (SCM_RIGHTS), learns the
+//      session's host pid from the credentials the kernel attaches to its first byte
+//      (SO_PASSCRED), holds it with a pidfd, moves it into the cgroup while it builds its
+//      namespaces and mounts, tells it "cgroup placed", and waits for its "prepared" frame.
+//      Any failure discards the session (killed through its pidfd) and the error names the
+//      step that failed. The result's channel is ready for PythonSession::Start.
+//   3. Destroying the Zygote (or Stop()) kills its sandbox: every session is nested in its pid
+//      namespace and dies with it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandbox/cgroup.h"
+#include "sandbox/error.h"
+#include "sandbox/policy.h"
+#include "sandbox/workspace.h"
+#include "src/executor/driver_process.h"
+
+namespace sbx::executor {
+
+struct ZygoteOptions {
+  Policy policy;           // limits of the zygote and of each session (network must be none)
+  std::string image_dir;   // verified by the launcher
+  CgroupOptions cgroup_options;
+  double session_idle_seconds = 900;
+  double start_timeout_seconds = 120;  // the zygote's imports
+  double spawn_timeout_seconds = 30;   // one session's setup
+  std::string warmup_code;             // run once in the zygote before it forks anything
+};
+
+// A session forked by the zygote: its socket, a pidfd of its pid 1 (readable once the whole
+// session is gone) and its own cgroup (removed when this is destroyed).
+class PooledDriver final : public DriverProcess {
+ public:
+  PooledDriver(UniqueFd channel, UniqueFd pidfd, pid_t host_pid, std::optional<RunCgroup> cgroup,
+               std::vector<std::string> degraded);
+  ~PooledDriver() override;
+  int ended_fd() const override { return pidfd_.get(); }
+  void Stop() override;
+  Result<RunResult> Wait() override;
+  // Called once by Zygote::Spawn: moves the session into its cgroup (if it has one) and
+  // tells it so; nothing of the session's program runs before.
+  Result<void> PlaceInCgroup();
+  pid_t host_pid() const { return host_pid_; }
+  const std::vector<std::string>& degraded() const { return degraded_; }
+
+ private:
+  UniqueFd pidfd_;
+  pid_t host_pid_;
+  std::optional<RunCgroup> cgroup_;
+  std::vector<std::string> degraded_;
+  bool killed_ = false;
+};
+
+class Zygote {
+ public:
+  static Result<std::unique_ptr<Zygote>> Start(const ZygoteOptions& options, const Workspace& workspaces_root);
+  ~Zygote();
+
+  // Thread-safe. `name` is the workspace's directory name under the root ([A-Za-z0-9-]).
+  Result<std::unique_ptr<PooledDriver>> Spawn(const Workspace& workspace, const std::string& name);
+  // False once the zygote's sandbox has ended.
+  bool alive() const;
+  // Kills the zygote's sandbox and with it every session; idempotent.
+  void Stop();
+
+ private:
+  Zygote(const ZygoteOptions& options, std::unique_ptr<DriverProcess> driver);
+  Result<void> SendSpawn(const std::string& request, int session_fd, int workspace_fd);
+
+  ZygoteOptions options_;
+  std::unique_ptr<DriverProcess> driver_;
+  std::mutex control_mutex_;  // one request at a time on the control socket
+};
+
+// Where the zygote lives inside the image.
+inline constexpr const char* kZygotePath = "/usr/lib/sbx/zygote.py";
+
+}  // namespace sbx::executor

@@ -1,0 +1,62 @@
+// The shared escape checks of session executors.
+#include "session_checks.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "sandbox_fixture.h"
+
+namespace sbx::testing {
+namespace {
+
+executor::CodeResult Run(executor::CodeExecutor& executor, const std::string& language, const std::string& source) {
+  auto result = executor.Execute({{language, source}});
+  EXPECT_TRUE(result) << result.error().ToString();
+  return result ? *result : executor::CodeResult{};
+}
+
+// errno names of mount(NULL target) and setns(-1), printed by the probe.
+constexpr const char* kSyscallProbe =
+    "import ctypes, errno\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "libc.mount(None, None, None, 0, None)\n"
+    "a = errno.errorcode[ctypes.get_errno()]\n"
+    "libc.setns(-1, 0)\n"
+    "print(a, errno.errorcode[ctypes.get_errno()])\n";
+
+}  // namespace
+
+void ExpectIsolatedWithoutHostSecrets(executor::CodeExecutor& executor) {
+  ::setenv("SBX_TEST_SECRET_KEY", "sk-should-never-leak", 1);
+  executor::CodeResult r =
+      Run(executor, "bash",
+          "hostname; id -u; grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status; "
+          "grep NoNewPrivs /proc/self/status; env | grep -c SECRET; ls /root 2>&1 | head -1; "
+          "ls /sys/class/net 2>&1 | head -1; cat /proc/net/dev | tail -n +3 | cut -d: -f1");
+  EXPECT_NE(r.output.find("sandbox\n1000\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("CapPrm:\t0000000000000000"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("CapEff:\t0000000000000000"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("CapBnd:\t0000000000000000"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("NoNewPrivs:\t1"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("sk-should-never-leak"), std::string::npos);
+  EXPECT_NE(r.output.find("\n0\n"), std::string::npos) << r.output;  // no SECRET variable
+  EXPECT_NE(r.output.find("Permission denied"), std::string::npos) << r.output;  // /root
+  // Only lo: the last line of /proc/net/dev's interfaces.
+  EXPECT_NE(r.output.find("lo\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("eth"), std::string::npos) << r.output;
+  // The differential control: on the host, the same probe sees the secret and host root.
+  auto host = RunOnHost({"/bin/sh", "-c", "env | grep -c SECRET; id -u"});
+  EXPECT_EQ(host.output, "1\n0\n");
+  ::unsetenv("SBX_TEST_SECRET_KEY");
+}
+
+void ExpectSeccompFilterActive(executor::CodeExecutor& executor) {
+  executor::CodeResult r = Run(executor, "python", kSyscallProbe);
+  EXPECT_EQ(r.stdout_text, "EPERM EPERM\n") << r.output;
+  auto host = RunOnHost({"/usr/bin/python3", "-c", kSyscallProbe});
+  EXPECT_EQ(host.output, "EFAULT EBADF\n");
+}
+
+}  // namespace sbx::testing

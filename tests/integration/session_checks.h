@@ -1,0 +1,19 @@
+// Escape checks run against any session executor (cold or pooled): the same probes, so pooled
+// sessions are held to exactly what cold ones are.
+#pragma once
+
+#include "src/executor/code_executor.h"
+
+namespace sbx::testing {
+
+// Hostname "sandbox", uid 1000, CapPrm/CapEff/CapBnd zero, NoNewPrivs 1, no variable of the
+// runner's environment (a secret set just before), /root unreadable, only lo; and the
+// differential control: the same probe on the host sees the secret and host root.
+void ExpectIsolatedWithoutHostSecrets(executor::CodeExecutor& executor);
+
+// The seccomp filter is on: mount(2) and setns(2) with a bad pointer / fd fail with EPERM
+// (filtered) inside, while on the host the same calls reach the kernel and fail with EFAULT
+// and EBADF (harmless: nothing is mounted or entered).
+void ExpectSeccompFilterActive(executor::CodeExecutor& executor);
+
+}  // namespace sbx::testing

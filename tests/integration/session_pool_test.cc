@@ -1,0 +1,199 @@
+// The warm pool against the real image: state, isolation between sessions and from the host,
+// the seccomp filter, limits, and cleanup when sessions, the pool or its owner end.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "sandbox/workspace.h"
+#include "sandbox_fixture.h"
+#include "session_checks.h"
+#include "src/executor/session_pool.h"
+
+namespace sbx::executor {
+namespace {
+
+using sbx::testing::CgroupsOf;
+using sbx::testing::EntriesWithPrefix;
+using sbx::testing::HostMountCount;
+using sbx::testing::HostProcessesWith;
+using sbx::testing::TestImage;
+using sbx::testing::WallClockScale;
+
+PoolOptions Options(size_t warm = 2) {
+  PoolOptions options;
+  options.image_dir = TestImage();
+  options.warm_sessions = warm;
+  return options;
+}
+
+std::unique_ptr<SessionPool> NewPool(PoolOptions options = Options()) {
+  auto pool = SessionPool::Create(std::move(options));
+  EXPECT_TRUE(pool) << pool.error().ToString();
+  return pool ? std::move(*pool) : nullptr;
+}
+
+std::unique_ptr<PooledSessionExecutor> Acquire(SessionPool& pool, PooledSessionOptions options = {}) {
+  options.timeout_seconds = 20 * WallClockScale();
+  options.grace_seconds = 1;
+  auto session = pool.Acquire(std::move(options));
+  EXPECT_TRUE(session) << session.error().ToString();
+  return session ? std::move(*session) : nullptr;
+}
+
+CodeResult RunBlock(CodeExecutor& executor, const std::string& language, const std::string& source) {
+  auto result = executor.Execute({{language, source}});
+  EXPECT_TRUE(result) << result.error().ToString();
+  return result ? *result : CodeResult{};
+}
+
+CodeResult Python(CodeExecutor& executor, const std::string& source) { return RunBlock(executor, "python", source); }
+
+TEST(SessionPool, StatePersistsWithinAPooledSession) {
+  auto pool = NewPool();
+  ASSERT_TRUE(pool);
+  auto session = Acquire(*pool);
+  ASSERT_TRUE(session);
+  CodeResult first = Python(*session, "import pandas as pd\nx = 41\nopen('notes.txt', 'w').write('hi')");
+  EXPECT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(first.files_changed, std::vector<std::string>{"notes.txt"});
+  CodeResult second = Python(*session, "print(open('notes.txt').read())\npd.DataFrame({'a': range(1000)}).describe()\nx + 1");
+  EXPECT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(second.stdout_text, "hi\n");
+  EXPECT_EQ(second.value.value_or(""), "42");
+}
+
+TEST(SessionPool, ManifestIsStagedIntoThePooledWorkspace) {
+  auto pool = NewPool();
+  ASSERT_TRUE(pool);
+  PooledSessionOptions options;
+  options.manifest.AddBytes("in/hello.txt", "hello\n");
+  auto session = Acquire(*pool, std::move(options));
+  ASSERT_TRUE(session);
+  EXPECT_EQ(Python(*session, "print(open('/workspace/in/hello.txt').read(), end='')").stdout_text, "hello\n");
+}
+
+TEST(SessionPool, PooledSessionsCannotSeeEachOther) {
+  auto pool = NewPool();
+  ASSERT_TRUE(pool);
+  auto a = Acquire(*pool);
+  auto b = Acquire(*pool);
+  ASSERT_TRUE(a && b);
+  RunBlock(*a, "bash", "echo secret-of-a > a.txt; (exec -a marker-of-a sleep 300 &) ; echo 'x' > /tmp/a-tmp");
+  CodeResult seen = RunBlock(*b, "bash",
+                        "ls /workspace; ls /tmp; ps -e -o pid=,args= 2>/dev/null || ls /proc; "
+                        "grep -rl secret-of-a / --exclude-dir=proc 2>/dev/null | head -3; echo end");
+  EXPECT_EQ(seen.output.find("a.txt"), std::string::npos) << seen.output;
+  EXPECT_EQ(seen.output.find("a-tmp"), std::string::npos) << seen.output;
+  EXPECT_EQ(seen.output.find("marker-of-a"), std::string::npos) << seen.output;
+  EXPECT_EQ(seen.output.find("secret-of-a"), std::string::npos) << seen.output;
+  EXPECT_NE(seen.output.find("end"), std::string::npos) << seen.output;
+  // b is pid 1 of its own pid namespace and sees only its own processes.
+  EXPECT_EQ(Python(*b, "import os\nos.getpid()").value.value_or(""), "1");
+  // The differential control: a itself sees its marker and its file.
+  CodeResult own = RunBlock(*a, "bash", "cat a.txt; cat /proc/*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c marker-of-a");
+  EXPECT_NE(own.output.find("secret-of-a"), std::string::npos) << own.output;
+  EXPECT_EQ(own.output.find("\n0\n"), std::string::npos) << own.output;
+}
+
+TEST(SessionPool, PooledSessionIsIsolatedAndGetsNoHostSecrets) {
+  auto pool = NewPool();
+  ASSERT_TRUE(pool);
+  auto session = Acquire(*pool);
+  ASSERT_TRUE(session);
+  sbx::testing::ExpectIsolatedWithoutHostSecrets(*session);
+}
+
+TEST(SessionPool, SeccompFilterIsOnInPooledSessions) {
+  auto pool = NewPool();
+  ASSERT_TRUE(pool);
+  auto session = Acquire(*pool);
+  ASSERT_TRUE(session);
+  sbx::testing::ExpectSeccompFilterActive(*session);
+}
+
+TEST(SessionPool, OutOfMemoryIsReportedAndTheSessionIsReplaced) {
+  PoolOptions options = Options(1);
+  options.policy.limits.memory_bytes = 384ull << 20;
+  auto pool = NewPool(std::move(options));
+  ASSERT_TRUE(pool);
+  auto session = Acquire(*pool);
+  ASSERT_TRUE(session);
+  Python(*session, "open('kept.txt', 'w').write('kept')");
+  CodeResult r = Python(*session, "chunks = []\nfor _ in range(64): chunks.append(bytearray(64 << 20))");
+  EXPECT_EQ(r.status, RunStatus::kOomKilled) << RunStatusName(r.status) << " " << r.notice;
+  EXPECT_TRUE(r.state_lost);
+  CodeResult next = Python(*session, "print(open('kept.txt').read())");
+  EXPECT_EQ(next.stdout_text, "kept\n") << next.output;
+  EXPECT_NE(next.notice.find("oom_killed"), std::string::npos) << next.notice;
+}
+
+TEST(SessionPool, TwoHundredSessionsLeaveNothingBehind) {
+  auto state = StateDirectory();
+  ASSERT_TRUE(state);
+  const size_t workspaces_before = EntriesWithPrefix(*state, "ws-").size();
+  const size_t mounts_before = HostMountCount();
+  {
+    auto pool = NewPool(Options(4));
+    ASSERT_TRUE(pool);
+    for (int i = 0; i < 200; ++i) {
+      auto session = Acquire(*pool);
+      ASSERT_TRUE(session);
+      if (i % 20 == 0) {
+        EXPECT_EQ(Python(*session, "1 + 1").value.value_or(""), "2");
+      }
+    }
+    // Every closed session's workspace is gone; only the warm ones' remain.
+    EXPECT_LE(EntriesWithPrefix(pool->workspaces_root(), "s-").size(), 4u);
+  }
+  EXPECT_TRUE(HostProcessesWith("zygote.py").empty());
+  EXPECT_TRUE(CgroupsOf(::getpid()).empty());
+  EXPECT_EQ(EntriesWithPrefix(*state, "ws-").size(), workspaces_before);
+  EXPECT_EQ(HostMountCount(), mounts_before);
+}
+
+TEST(SessionPool, KillingThePoolOwnerKillsEverything) {
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t owner = ::fork();
+  if (owner == 0) {
+    ::close(ready[0]);
+    auto pool = SessionPool::Create(Options(2));
+    if (!pool) ::_exit(1);
+    auto session = (*pool)->Acquire();
+    if (!session) ::_exit(2);
+    auto r = (*session)->Execute({{"bash", "(exec -a pool-owner-marker sleep 1005 &); echo started"}});
+    if (!r || r->output.find("started") == std::string::npos) ::_exit(3);
+    (void)!::write(ready[1], "r", 1);
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  if (::read(ready[0], &byte, 1) != 1) {
+    ::kill(owner, SIGKILL);
+    ::waitpid(owner, nullptr, 0);
+    FAIL() << "the pool owner did not start";
+  }
+  ::close(ready[0]);
+  const int polls = static_cast<int>(100 * WallClockScale());  // of 50 ms each
+  for (int i = 0; i < polls && HostProcessesWith("pool-owner-marker").empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const bool marker_seen = !HostProcessesWith("pool-owner-marker").empty();
+  const bool zygote_seen = !HostProcessesWith("zygote.py").empty();
+  ::kill(owner, SIGKILL);
+  ::waitpid(owner, nullptr, 0);
+  EXPECT_TRUE(marker_seen) << "the session's background process never showed up";
+  EXPECT_TRUE(zygote_seen);
+  for (int i = 0; i < polls && !(HostProcessesWith("pool-owner-marker").empty() &&
+                                 HostProcessesWith("zygote.py").empty()); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(HostProcessesWith("pool-owner-marker").empty());
+  EXPECT_TRUE(HostProcessesWith("zygote.py").empty());
+}
+
+}  // namespace
+}  // namespace sbx::executor

@@ -1,0 +1,221 @@
+// Benchmarks the warm pool beside the cold path in one run: fresh-session latency (cold
+// SessionExecutor vs pooled), pooled executions per second, idle pooled session memory, and
+// bare python3 on the host for reference.
+//
+//   build/sbx_pool_bench [--image DIR] [--iterations N] [--warm N] [--seconds S]
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sandbox/environment.h"
+#include "sandbox/image.h"
+#include "src/executor/executors.h"
+#include "src/executor/session_pool.h"
+
+namespace {
+
+using sbx::executor::CodeBlock;
+using Clock = std::chrono::steady_clock;
+
+const char* const kCode = "import pandas as pd; pd.DataFrame({\"a\": range(1000)}).describe()";
+
+double Ms(Clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+}
+
+void Report(const char* what, std::vector<double> samples) {
+  if (samples.empty()) {
+    std::printf("%-44s no samples\n", what);
+    return;
+  }
+  std::sort(samples.begin(), samples.end());
+  auto at = [&](double q) { return samples[std::min(samples.size() - 1, static_cast<size_t>(q * samples.size()))]; };
+  std::printf("%-44s median %8.2f ms   p90 %8.2f ms   (n=%zu)\n", what, at(0.5), at(0.9), samples.size());
+}
+
+bool Ok(const sbx::Result<sbx::executor::CodeResult>& result) {
+  if (!result) {
+    std::fprintf(stderr, "error: %s\n", result.error().ToString().c_str());
+    return false;
+  }
+  if (result->exit_code != 0) {
+    std::fprintf(stderr, "failed: %s\n", result->output.c_str());
+    return false;
+  }
+  return true;
+}
+
+// Private_Clean + Private_Dirty of a process, in KiB.
+long PrivateKib(pid_t pid) {
+  std::ifstream rollup("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::string line;
+  long total = 0;
+  while (std::getline(rollup, line)) {
+    if (line.rfind("Private_Clean:", 0) == 0 || line.rfind("Private_Dirty:", 0) == 0) {
+      total += std::strtol(line.c_str() + line.find(':') + 1, nullptr, 10);
+    }
+  }
+  return total;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string image;
+  int iterations = 30;
+  size_t warm = 4;
+  double seconds = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "--image") image = argv[i + 1];
+    else if (flag == "--iterations") iterations = std::atoi(argv[i + 1]);
+    else if (flag == "--warm") warm = static_cast<size_t>(std::atoi(argv[i + 1]));
+    else if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
+  }
+  const std::vector<CodeBlock> blocks = {{"python", kCode}};
+  std::printf("code: %s\n\n", kCode);
+
+  if (image.empty()) {
+    auto found = sbx::FindDefaultImage();
+    if (!found) {
+      std::fprintf(stderr, "image: %s\n", found.error().ToString().c_str());
+      return 1;
+    }
+    image = found->path;
+  }
+  // Bare python3 of the image (the host has no pandas), only chrooted: no namespaces, no limits.
+  std::vector<double> bare;
+  std::vector<std::string> env_storage = sbx::BuildSandboxEnvironment({});
+  std::vector<char*> env;
+  for (auto& entry : env_storage) env.push_back(entry.data());
+  env.push_back(nullptr);
+  for (int i = 0; i < std::max(5, iterations / 3); ++i) {
+    auto start = Clock::now();
+    pid_t pid;
+    const char* args[] = {"chroot", "--userspec=1000:1000", image.c_str(), "/usr/bin/python3", "-c", kCode, nullptr};
+    if (posix_spawnp(&pid, "chroot", nullptr, nullptr, const_cast<char**>(args), env.data()) != 0) break;
+    int status;
+    waitpid(pid, &status, 0);
+    bare.push_back(Ms(start));
+  }
+  Report("bare python3 -c (chroot into the image)", bare);
+
+  // Cold: a new SessionExecutor (a fresh sandbox and interpreter) per session.
+  std::vector<double> cold;
+  for (int i = 0; i < std::max(5, iterations / 3); ++i) {
+    sbx::executor::ExecutorOptions options;
+    options.image_dir = image;
+    auto start = Clock::now();
+    auto session = sbx::executor::SessionExecutor::Create(options);
+    if (!session) {
+      std::fprintf(stderr, "cold: %s\n", session.error().ToString().c_str());
+      return 1;
+    }
+    if (!Ok((*session)->Execute(blocks))) return 1;
+    cold.push_back(Ms(start));
+  }
+  Report("cold SessionExecutor: create + describe", cold);
+
+  // Pooled: acquire a warm session + describe, with the pool refilled between samples.
+  std::unique_ptr<sbx::executor::SessionPool> pool;
+  {
+    sbx::executor::PoolOptions pool_options;
+    pool_options.image_dir = image;
+    pool_options.warm_sessions = warm;
+    pool.reset();
+    auto pool_start = Clock::now();
+    auto created = sbx::executor::SessionPool::Create(pool_options);
+    if (!created) {
+      std::fprintf(stderr, "pool: %s\n", created.error().ToString().c_str());
+      return 1;
+    }
+    pool = std::move(*created);
+    std::printf("\n[pool, %zu warm sessions]\n", warm);
+    std::printf("%-44s %8.2f ms\n", "pool start (zygote imports + warm-up)", Ms(pool_start));
+    pool->WaitForWarm(warm, 30);
+    std::vector<double> pooled, acquire_only, idle_memory;
+    for (int i = 0; i < iterations; ++i) {
+      pool->WaitForWarm(warm, 5);
+      auto start = Clock::now();
+      auto session = pool->Acquire();
+      if (!session) {
+        std::fprintf(stderr, "acquire: %s\n", session.error().ToString().c_str());
+        return 1;
+      }
+      acquire_only.push_back(Ms(start));
+      idle_memory.push_back(PrivateKib((*session)->host_pid()) / 1024.0);
+      if (!Ok((*session)->Execute(blocks))) return 1;
+      pooled.push_back(Ms(start));
+    }
+    Report("pooled: acquire only", acquire_only);
+    Report("pooled: acquire + describe", pooled);
+    std::sort(idle_memory.begin(), idle_memory.end());
+    std::printf("%-44s median %8.2f MiB  max %6.2f MiB (n=%zu)\n", "idle pooled session, private memory",
+                idle_memory[idle_memory.size() / 2], idle_memory.back(), idle_memory.size());
+  }
+  auto* const pool_ptr = &pool;
+  // Idle memory: warm sessions that have not run anything, and ones that ran the describe.
+  {
+    std::vector<std::unique_ptr<sbx::executor::PooledSessionExecutor>> held;
+    (*pool_ptr)->WaitForWarm(warm, 10);
+    std::vector<double> idle, used;
+    for (size_t i = 0; i < std::max<size_t>(warm, 4); ++i) {
+      auto session = (*pool_ptr)->Acquire();
+      if (!session) break;
+      idle.push_back(PrivateKib((*session)->host_pid()) / 1024.0);
+      held.push_back(std::move(*session));
+    }
+    for (auto& session : held) {
+      if (!Ok(session->Execute(blocks))) return 1;
+      used.push_back(PrivateKib(session->host_pid()) / 1024.0);
+    }
+    std::sort(idle.begin(), idle.end());
+    std::sort(used.begin(), used.end());
+    if (!idle.empty())
+      std::printf("%-44s median %8.2f MiB  max %6.2f MiB (n=%zu)\n", "idle pooled session, private memory",
+                  idle[idle.size() / 2], idle.back(), idle.size());
+    if (!used.empty())
+      std::printf("%-44s median %8.2f MiB  max %6.2f MiB (n=%zu)\n", "after one describe, private memory",
+                  used[used.size() / 2], used.back(), used.size());
+  }
+
+  // Throughput: fresh isolated session + describe + close, back to back, on 1 and 2 threads.
+  for (int threads : {1, 2}) {
+    std::atomic<long> done{0};
+    std::atomic<bool> failed{false};
+    auto start = Clock::now();
+    auto deadline = start + std::chrono::duration<double>(seconds);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&] {
+        while (Clock::now() < deadline && !failed) {
+          auto session = (*pool_ptr)->Acquire();
+          if (!session || !Ok((*session)->Execute(blocks))) {
+            failed = true;
+            return;
+          }
+          session->reset();
+          ++done;
+        }
+      });
+    }
+    for (auto& worker : workers) worker.join();
+    double elapsed = Ms(start) / 1000;
+    std::printf("%-44s %8.1f /s  (%ld in %.1f s, %d thread%s)%s\n", "pooled executions per second",
+                done / elapsed, done.load(), elapsed, threads, threads == 1 ? "" : "s",
+                failed ? "  FAILED" : "");
+  }
+  return 0;
+}
