@@ -25,7 +25,7 @@ build/tests/sbx_integration_tests --gtest_brief=1
 step "the libraries' own test suites: sandbox vs host, test by test (issue 3's proof)"
 tests/library_suites.sh
 step "unit tests under ASan + UBSan"
-SBX_BUILD_DIR=$root/build-asan tools/build.sh -DSBX_SANITIZE=ON
+SBX_BUILD_DIR=$root/build-asan SBX_BUILD_TARGET=sbx_unit_tests tools/build.sh -DSBX_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/tests/sbx_unit_tests --gtest_brief=1
 step "cgroup v2 tests in a VM (qemu TCG, Debian kernel, cgroup2 with memory+pids+cpu)"
 tools/vm/run-in-cgroup2-vm.sh --timeout 1500 -- "$root/tests/cgroup2_vm_suite.sh"
