@@ -31,7 +31,7 @@ constexpr int kSbxFailed = 125;
 
 struct AgentFlags {
   std::string task, task_file, policy_file, image, out_dir = "sbx-agent-output", transcript;
-  std::string scripted_model, mode = "tools", approval = "never";
+  std::string scripted_model, mode = "tools", approval = "never", instructions, instructions_file;
   std::vector<std::string> inputs, outputs;
   llm::LlmConfigOverrides llm;
   int max_turns = 25;
@@ -47,6 +47,7 @@ void PrintAgentUsage() {
                "usage: sbx agent --task TEXT | --task-file FILE\n"
                "                 [--input HOST_PATH[:WORKSPACE_PATH]]... [--expect WORKSPACE_PATH]...\n"
                "                 [--out-dir DIR] [--transcript FILE] [--max-turns N]\n"
+               "                 [--instructions TEXT | --instructions-file FILE]\n"
                "                 [--mode tools|code-blocks] [--approve never|always] [--model NAME] [--base-url URL]\n"
                "                 [--scripted-model FILE] [--policy FILE] [--image DIR]\n"
                "                 [--timeout S] [--memory SIZE] [--pids N] [--cpus N] [--env K=V]...\n"
@@ -109,6 +110,8 @@ int RunAgentCommand(int argc, char** argv) {
     if (!TakeFlagValue(argc, argv, i, arg, value)) return Refuse(arg + ": needs a value");
     if (arg == "--task") flags.task = value;
     else if (arg == "--task-file") flags.task_file = value;
+    else if (arg == "--instructions") flags.instructions = value;
+    else if (arg == "--instructions-file") flags.instructions_file = value;
     else if (arg == "--input") flags.inputs.push_back(value);
     else if (arg == "--expect") flags.outputs.push_back(value);
     else if (arg == "--out-dir") flags.out_dir = value;
@@ -134,6 +137,12 @@ int RunAgentCommand(int argc, char** argv) {
   if (!flags.task_file.empty()) {
     flags.task = ReadFile(flags.task_file);
     if (flags.task.empty()) return Refuse("--task-file " + flags.task_file + ": missing or empty");
+  }
+  if (!flags.instructions.empty() && !flags.instructions_file.empty())
+    return Refuse("give the system prompt with at most one of --instructions or --instructions-file");
+  if (!flags.instructions_file.empty()) {
+    flags.instructions = ReadFile(flags.instructions_file);
+    if (flags.instructions.empty()) return Refuse("--instructions-file " + flags.instructions_file + ": missing or empty");
   }
   if (flags.mode != "tools" && flags.mode != "code-blocks")
     return Refuse("--mode: use tools or code-blocks, not \"" + flags.mode + "\"");
@@ -197,6 +206,7 @@ int RunAgentCommand(int argc, char** argv) {
   agent::AgentConfig config;
   config.model = model_name;
   config.task = flags.task;
+  config.instructions = flags.instructions;  // empty: the default, which says what the sandbox has
   config.input_files = input_names;
   config.expected_outputs = flags.outputs;
   config.output_dir = out_dir;

@@ -116,7 +116,8 @@ TEST(Agent, CliRunsAgainstAnOpenAiCompatibleServer) {
   ::setenv("OPENAI_BASE_URL", server.base_url().c_str(), 1);
   ::setenv("OPENAI_API_KEY", kKey, 1);
   ::setenv("SBX_MODEL", "cli-model", 1);
-  auto run = sbx::testing::RunOnHost({SBX_BINARY, "agent", "--task", "Sum v.", "--input",
+  auto run = sbx::testing::RunOnHost({SBX_BINARY, "agent", "--task", "Sum v.", "--instructions",
+                                      "You are a terse analyst.", "--input",
                                       host.path() + "/data.csv:input/data.csv", "--expect",
                                       "output/result.txt", "--out-dir", host.path() + "/out"});
   ::unsetenv("OPENAI_BASE_URL");
@@ -129,7 +130,9 @@ TEST(Agent, CliRunsAgainstAnOpenAiCompatibleServer) {
   std::string log = ReadAll(host.path() + "/out/transcript.jsonl");
   EXPECT_NE(log.find("\"end\":\"final_answer\""), std::string::npos) << log.substr(0, 2000);
   EXPECT_EQ(log.find(kKey), std::string::npos);
-  EXPECT_EQ(server.requests().at(0).JsonBody()["model"], "cli-model");
+  const nlohmann::json first = server.requests().at(0).JsonBody();
+  EXPECT_EQ(first["model"], "cli-model");
+  EXPECT_EQ(first["messages"][0]["content"], "You are a terse analyst.");
 }
 
 TEST(Agent, CliRefusesBadInputWith125AndCreatesNothing) {
@@ -152,6 +155,8 @@ TEST(Agent, CliRefusesBadInputWith125AndCreatesNothing) {
       {{"--task", "x", "--input", "/nonexistent/file.csv", "--out-dir", out}, "does not exist"},
       {{"--task", "x", "--input", "/etc/hostname:../escape", "--out-dir", out}, ".."},
       {{"--task", "x", "--scripted-model", "/nonexistent.json", "--out-dir", out}, "scripted model"},
+      {{"--task", "x", "--instructions", "a", "--instructions-file", "/etc/hostname", "--out-dir", out}, "at most one"},
+      {{"--task", "x", "--instructions-file", "/nonexistent", "--out-dir", out}, "--instructions-file"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {SBX_BINARY, "agent"};
