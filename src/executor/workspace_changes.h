@@ -1,8 +1,8 @@
 // What an execution changed in the workspace: a snapshot of regular files before and after.
 //
-// The walk is fd-relative and never follows a symlink (O_NOFOLLOW, AT_SYMLINK_NOFOLLOW), so
-// a tree the sandboxed code is still changing can only make the list incomplete, never lead
-// the walk out of the workspace. It is bounded: at most `max_entries` entries and depth 32.
+// The walk is sbx::WalkTree's (copy-out's): fd-relative, never following a symlink or crossing
+// a mount, so a tree the sandboxed code is still changing can only make the list incomplete,
+// never lead the walk out of the workspace. It is bounded: `max_entries` entries, depth 32.
 #pragma once
 
 #include <cstddef>
