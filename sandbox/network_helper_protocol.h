@@ -1,0 +1,39 @@
+// The control protocol between the runner (sandbox/network_helper.cc) and sbx-netd, the
+// helper that enforces a network allowlist from the host's network namespace.
+//
+// How sbx-netd is started: fork + execve of the sbx-netd binary with argv {"sbx-netd"}, an
+// empty environment, stdin and stdout /dev/null, stderr inherited (fatal diagnostics only),
+// fd 3 the helper's end of a SOCK_SEQPACKET socketpair (the control socket) and, when the
+// run keeps an audit log, fd 4 the log opened O_WRONLY|O_APPEND|O_CLOEXEC by the runner.
+// Every other fd is closed. The helper dies with the runner (PR_SET_PDEATHSIG and EOF on fd 3).
+//
+// Messages are single SOCK_SEQPACKET datagrams holding one JSON object (at most
+// kNetdMaxMessage bytes), in this order:
+//  1. runner -> netd  {"v":1,"run":"<run id>","audit_log":true|false,
+//                      "network":<NetworkAllowlistToJson(...)>}
+//  2. netd -> runner  {"ready":true}  or  {"error":"<why>"} (then netd exits 1)
+//  3. runner -> netd  {"capture":[{"proto":"tcp"|"udp","port":N}, ...],"last":true|false}
+//                     with SCM_RIGHTS carrying exactly those fds, in that order (at most
+//                     kNetdMaxFdsPerMessage per message; "last" marks the final batch).
+//                     The fds are sockets bound inside the sandbox's network namespace:
+//                     TCP ones already listening (dual-stack [::]:port), UDP ones bound
+//                     (0.0.0.0:53 and [::]:53 with IPV6_V6ONLY). netd serves them at once.
+//  4. netd -> runner  {"serving":true}
+//  5. runner -> netd  {"stop":true} when the run has ended
+//  6. netd -> runner  {"summary":{"dns_queries":N,"allowed":N,"denied":N,
+//                      "denied_names":[<= 10 names],"bytes_up":N,"bytes_down":N}}
+//                     then netd closes every socket, flushes the log and exits 0.
+// EOF or an error on the control socket at any point makes netd exit at once. If netd exits
+// or its control socket hangs up before step 6, the runner kills the run.
+#pragma once
+
+#include <cstddef>
+
+namespace sbx {
+
+inline constexpr int kNetdControlFd = 3;
+inline constexpr int kNetdAuditLogFd = 4;
+inline constexpr size_t kNetdMaxMessage = 64 * 1024;
+inline constexpr size_t kNetdMaxFdsPerMessage = 200;  // below the kernel's SCM_MAX_FD (253)
+
+}  // namespace sbx
