@@ -142,6 +142,9 @@ void SandboxChildMain(const ChildPlan& plan) {
   if (plan.set_up_loopback) {
     if (int err = BringUpLoopbackInChild()) FailSetup(sync_fd, ChildStep::kLoopback, err);
   }
+  if (plan.capture.enabled) {
+    if (int err = SetUpCaptureInChild(plan.capture, &step)) FailSetup(sync_fd, step, err);
+  }
   // 7. On cgroup v1 the parent moves this process into the run's cgroups while the steps
   //    above run (a move waits for an RCU grace period, ~13 ms); nothing of the program runs
   //    before "cgroup placed" arrives. Then a cgroup namespace rooted at the run's cgroup.

@@ -8,6 +8,7 @@
 
 #include "sandbox/capabilities.h"
 #include "sandbox/mounts.h"
+#include "sandbox/network_capture.h"
 #include "sandbox/rlimits.h"
 #include "sandbox/seccomp_filter.h"
 
@@ -23,6 +24,7 @@ struct ChildPlan {
   int stderr_fd = -1;
   bool root_mode = false;      // setgroups(0) is allowed and needed to shed root's groups
   bool set_up_loopback = true;  // a fresh network namespace
+  CapturePlan capture;          // network allowlist: routes and capture sockets (after lo)
   // RunSpec::zygote_keeps_namespace_capabilities: the program keeps root and its capabilities
   // inside the user namespace and gets no seccomp filter (no_new_privs still holds).
   bool keep_namespace_capabilities = false;

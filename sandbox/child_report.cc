@@ -35,6 +35,9 @@ const char* ChildStepName(ChildStep step) {
     case ChildStep::kSeccomp: return "install the seccomp filter";
     case ChildStep::kExec: return "execve";
     case ChildStep::kInitSignals: return "set up the init's signal handling";
+    case ChildStep::kNetworkRoutes: return "route every destination to the capture sockets (network allowlist)";
+    case ChildStep::kNetworkCapture: return "bind and hand over the capture sockets (network allowlist)";
+    case ChildStep::kResolvConf: return "bind /etc/resolv.conf (network allowlist)";
   }
   return "unknown step";
 }

@@ -36,6 +36,9 @@ enum class ChildStep : uint32_t {
   kSeccomp,
   kExec,
   kInitSignals,
+  kNetworkRoutes,
+  kNetworkCapture,
+  kResolvConf,
 };
 
 enum class ReportKind : uint32_t {

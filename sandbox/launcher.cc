@@ -90,6 +90,7 @@ pid_t CloneSandbox(uint64_t flags, int cgroup_fd, int* pidfd) {
 }
 
 RunStatus StatusFrom(const SupervisionOutcome& outcome, const CgroupUsage& usage, RunResult& result) {
+  if (outcome.helper_died) return RunStatus::kNetworkHelperDied;
   if (outcome.timed_out) return RunStatus::kTimedOut;
   if (outcome.cancelled) return RunStatus::kCancelled;
   if (!outcome.program_status) {
@@ -285,6 +286,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
     result.status = StatusFrom(outcome, usage, result);
   }
 
+  result.network.mode = NetworkModeName(policy.network);
   const char* cg = CgroupMechanism(enforced.version);
   result.enforcement = {
       {"user_namespace", "user_namespace"},

@@ -65,6 +65,23 @@ int Touch(const char* path) {
   return 0;
 }
 
+// Writes the contents into the scratch (the current directory) and binds the file read-only
+// over root/etc/resolv.conf. The target must be a regular file in the image: a symlink would
+// be followed in the host's tree, which is still this process's root here.
+int BindResolvConf(const std::string& contents) {
+  struct stat target {};
+  if (::lstat("root/etc/resolv.conf", &target) != 0) return errno;
+  if (!S_ISREG(target.st_mode)) return ELOOP;
+  int fd = ::open("resolv.conf", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return errno;
+  ssize_t written = ::write(fd, contents.data(), contents.size());
+  int err = written == static_cast<ssize_t>(contents.size()) ? 0 : written < 0 ? errno : EIO;
+  ::close(fd);
+  if (err != 0) return err;
+  if (::mount("resolv.conf", "root/etc/resolv.conf", nullptr, MS_BIND, nullptr) != 0) return errno;
+  return BindRemount("root/etc/resolv.conf", MS_RDONLY | kSafe | MS_NOEXEC);
+}
+
 // "/proc/self/fd/<fd>" into `out` without allocating.
 void FdPath(int fd, char (&out)[32]) {
   char digits[12];
@@ -222,6 +239,12 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
     if (int err = BindRemount(target, MS_RDONLY | kSafe)) {
       errno = err;
       return Fail(ChildStep::kMountImage, failed_step);
+    }
+  }
+  if (!plan.resolv_conf.empty()) {
+    if (int err = BindResolvConf(plan.resolv_conf)) {
+      errno = err;
+      return Fail(ChildStep::kResolvConf, failed_step);
     }
   }
   if (::mount(workspace_source, "root/workspace", nullptr, MS_BIND, nullptr) != 0)

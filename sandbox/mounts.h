@@ -44,6 +44,9 @@ struct MountPlan {
   // Non-empty (a zygote run): the image is also bound read-only, nosuid, nodev at this path
   // of the new root, so the zygote's sessions can use it as their own overlay's lower layer.
   std::string expose_image_at;
+  // Non-empty (network allowlist): written to the scratch and bound read-only over the
+  // image's /etc/resolv.conf, which must be a regular file there.
+  std::string resolv_conf;
 };
 
 // The /proc entries every sandbox masks (the cold path here, pooled sessions in the zygote,

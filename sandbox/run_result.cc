@@ -15,13 +15,15 @@ const char* RunStatusName(RunStatus status) {
     case RunStatus::kSeccompViolation: return "seccomp_violation";
     case RunStatus::kSetupFailed: return "setup_failed";
     case RunStatus::kCancelled: return "cancelled";
+    case RunStatus::kNetworkHelperDied: return "network_helper_died";
   }
   return "unknown";
 }
 
 int ExitCodeFor(const RunResult& result) {
   switch (result.status) {
-    case RunStatus::kSetupFailed: return 125;
+    case RunStatus::kSetupFailed:
+    case RunStatus::kNetworkHelperDied: return 125;
     case RunStatus::kTimedOut: return 124;
     case RunStatus::kCancelled: return 128 + 15;
     case RunStatus::kExited:
@@ -35,6 +37,28 @@ int ExitCodeFor(const RunResult& result) {
   }
   return 125;
 }
+
+namespace {
+
+nlohmann::ordered_json NetworkSummaryJson(const NetworkSummary& network) {
+  nlohmann::ordered_json out;
+  out["mode"] = network.mode;
+  if (network.mode != "allowlist") return out;
+  // What the capture covers: TCP on the listed ports plus the audit-only ones, UDP only DNS,
+  // IPv6 captured and denied unless an address rule allows it.
+  out["coverage"] = {{"tcp", "listed+audit"}, {"udp", "dns"}, {"ipv6", "address_rules_only"}};
+  out["dns_queries"] = network.dns_queries;
+  out["allowed"] = network.allowed;
+  out["denied"] = network.denied;
+  out["denied_names"] = network.denied_names;
+  out["bytes_up"] = network.bytes_up;
+  out["bytes_down"] = network.bytes_down;
+  out["log_path"] = network.log_path;
+  out["log_sha256"] = network.log_sha256;
+  return out;
+}
+
+}  // namespace
 
 std::string RunResultToJson(const RunResult& result) {
   nlohmann::ordered_json out;
@@ -53,6 +77,7 @@ std::string RunResultToJson(const RunResult& result) {
   for (const auto& item : result.enforcement) enforcement[item.what] = item.mechanism;
   out["enforcement"] = enforcement;
   out["degraded"] = result.degraded;
+  out["network"] = NetworkSummaryJson(result.network);
   if (!result.setup_error.empty()) out["error"] = result.setup_error;
   return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

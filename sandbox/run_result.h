@@ -16,12 +16,27 @@ enum class RunStatus {
   kSeccompViolation,  // killed by SIGSYS from the syscall filter
   kSetupFailed,       // the sandbox could not be set up; nothing of the program ran
   kCancelled,         // the caller stopped it (RunSpec::cancel_fd), like a timeout
+  kNetworkHelperDied,  // sbx-netd (network allowlist) died: the run was killed at once
 };
 
 // One line of the `enforcement` map: a limit or layer and what enforced it.
 struct Enforcement {
   std::string what;       // "memory", "pids", "cpu", "timeout", "user_namespace", ...
   std::string mechanism;  // "cgroup_v2", "cgroup_v1", "rlimit", "pid_namespace", "none", ...
+};
+
+// What the network policy did during the run (RunResult::network).
+struct NetworkSummary {
+  std::string mode = "none";  // "none", "host", "allowlist"
+  // allowlist only:
+  uint64_t dns_queries = 0;
+  uint64_t allowed = 0;  // connections let through
+  uint64_t denied = 0;   // DNS answers refused and connections refused
+  std::vector<std::string> denied_names;  // the first few denied names or addresses
+  uint64_t bytes_up = 0;
+  uint64_t bytes_down = 0;
+  std::string log_path;    // the audit log (JSON lines), outside the sandbox; "" if none
+  std::string log_sha256;  // of the log as the run left it
 };
 
 struct RunResult {
@@ -37,6 +52,7 @@ struct RunResult {
   bool stderr_truncated = false;
   std::vector<Enforcement> enforcement;
   std::vector<std::string> degraded;  // layers the policy allowed to be missing, and were
+  NetworkSummary network;
   std::string setup_error;            // set when status is kSetupFailed
   // The command could not be started inside: 126 cannot execute, 127 not found (0 if it ran).
   int exec_failure_code = 0;
@@ -45,7 +61,7 @@ struct RunResult {
 const char* RunStatusName(RunStatus status);
 
 // The CLI exit code for a result (DESIGN.md): the program's code; 128+N for signal N;
-// 124 timed out; 125 setup failed; 126 cannot execute; 127 not found; 143 cancelled (stopped
+// 124 timed out; 125 setup failed or the network helper died; 126 cannot execute; 127 not found; 143 cancelled (stopped
 // with SIGTERM, as `docker stop` reports it).
 int ExitCodeFor(const RunResult& result);
 

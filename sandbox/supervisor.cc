@@ -77,9 +77,10 @@ SupervisionOutcome Supervise(const SupervisedChild& child, OutputCapture& out, O
 
   bool out_open = true, err_open = true, sync_open = true, init_alive = true;
   while (init_alive || out_open || err_open) {
-    struct pollfd fds[5];
+    struct pollfd fds[6];
     int count = 0;
-    int out_index = -1, err_index = -1, sync_index = -1, pid_index = -1, cancel_index = -1;
+    int out_index = -1, err_index = -1, sync_index = -1, pid_index = -1, cancel_index = -1,
+        helper_index = -1;
     if (out_open) { out_index = count; fds[count++] = {child.stdout_fd, POLLIN, 0}; }
     if (err_open) { err_index = count; fds[count++] = {child.stderr_fd, POLLIN, 0}; }
     if (sync_open) { sync_index = count; fds[count++] = {child.sync_fd, POLLIN, 0}; }
@@ -87,6 +88,10 @@ SupervisionOutcome Supervise(const SupervisedChild& child, OutputCapture& out, O
     if (init_alive && kill_deadline == 0 && child.cancel_fd >= 0) {
       cancel_index = count;
       fds[count++] = {child.cancel_fd, POLLIN, 0};
+    }
+    if (init_alive && !killed && child.helper_fd >= 0) {
+      helper_index = count;
+      fds[count++] = {child.helper_fd, POLLIN, 0};
     }
 
     int wait_ms = 5000;  // after the reap: writers are gone, EOF is due; never hang on it
@@ -120,7 +125,13 @@ SupervisionOutcome Supervise(const SupervisedChild& child, OutputCapture& out, O
     if (!init_alive) continue;
     uint64_t now = NowNs();
     bool cancel = cancel_index >= 0 && fds[cancel_index].revents != 0;
-    if (kill_deadline == 0 && (now >= deadline || cancel)) {
+    if (helper_index >= 0 && fds[helper_index].revents != 0 && !killed) {
+      // No grace: without its helper the run's network policy is not enforced any more.
+      outcome.helper_died = true;
+      kill_all();
+      SignalThroughPidfd(child.pidfd, SIGKILL);
+      killed = true;
+    } else if (kill_deadline == 0 && !killed && (now >= deadline || cancel)) {
       (now >= deadline ? outcome.timed_out : outcome.cancelled) = true;
       SignalThroughPidfd(child.pidfd, SIGTERM);  // the init forwards SIGCONT + SIGTERM
       kill_deadline = now + static_cast<uint64_t>(std::max(0.0, grace_seconds) * 1e9);

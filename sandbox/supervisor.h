@@ -19,11 +19,15 @@ struct SupervisedChild {
   int stdout_fd = -1;
   int stderr_fd = -1;
   int cancel_fd = -1;  // readable or hung up: stop the run as at the timeout (-1: none)
+  // The network helper's control socket (network allowlist): readable or hung up means the
+  // helper died or misbehaved; the run is killed at once, without a grace (-1: none).
+  int helper_fd = -1;
 };
 
 struct SupervisionOutcome {
   bool timed_out = false;
   bool cancelled = false;  // stopped through cancel_fd (and not by the timeout first)
+  bool helper_died = false;  // killed because helper_fd fired
   std::optional<ChildReport> setup_failure;  // first kSetupFailed report
   std::optional<int> exec_errno;             // kExecFailed
   std::optional<int> program_status;         // wait status reported by the init

@@ -1,0 +1,259 @@
+// Routes, capture sockets and their hand-over; see network_capture.h for why.
+#include "sandbox/network_capture.h"
+
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "sandbox/network_helper_protocol.h"
+
+namespace sbx {
+namespace {
+
+// How each fd of a batch is described in the message body, one entry per fd, same order.
+struct WireEntry {
+  uint8_t tcp;
+  uint8_t reserved;
+  uint16_t port;
+};
+
+constexpr int kLoopbackIndex = 1;  // "lo" is always interface 1 in a new network namespace
+constexpr int kListenBacklog = 256;
+
+// RTM_NEWROUTE "local <family default> dev lo table local", acknowledged. 0 or an errno.
+int AddLocalDefaultRoute(int family) {
+  int sock = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+  if (sock < 0) return errno;
+  struct {
+    nlmsghdr header;
+    rtmsg route;
+    rtattr oif_attr;
+    int oif;
+  } request{};
+  request.header.nlmsg_len = sizeof(request);
+  request.header.nlmsg_type = RTM_NEWROUTE;
+  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
+  request.header.nlmsg_seq = 1;
+  request.route.rtm_family = static_cast<unsigned char>(family);
+  request.route.rtm_dst_len = 0;  // the default: every destination
+  request.route.rtm_table = RT_TABLE_LOCAL;
+  request.route.rtm_protocol = RTPROT_BOOT;
+  request.route.rtm_scope = RT_SCOPE_HOST;
+  request.route.rtm_type = RTN_LOCAL;
+  request.oif_attr.rta_len = RTA_LENGTH(sizeof(int));
+  request.oif_attr.rta_type = RTA_OIF;
+  request.oif = kLoopbackIndex;
+  int err = 0;
+  if (::send(sock, &request, sizeof(request), 0) != static_cast<ssize_t>(sizeof(request))) {
+    err = errno;
+  } else {
+    alignas(nlmsghdr) char reply[512];
+    ssize_t got = ::recv(sock, reply, sizeof(reply), 0);
+    const auto* header = reinterpret_cast<const nlmsghdr*>(reply);
+    if (got < 0) {
+      err = errno;
+    } else if (got < static_cast<ssize_t>(NLMSG_LENGTH(sizeof(nlmsgerr))) || header->nlmsg_type != NLMSG_ERROR) {
+      err = EPROTO;
+    } else {
+      err = -reinterpret_cast<const nlmsgerr*>(NLMSG_DATA(header))->error;
+    }
+  }
+  ::close(sock);
+  return err;
+}
+
+int ListenTcp(uint16_t port) {
+  int family = AF_INET6;
+  int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 && errno == EAFNOSUPPORT) {  // IPv6 disabled in this kernel
+    family = AF_INET;
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  }
+  if (fd < 0) return -errno;
+  int one = 1, zero = 0;
+  int ok = ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (ok == 0 && family == AF_INET6) {
+    // Dual-stack: IPv4 destinations arrive as v4-mapped addresses on the same socket.
+    ok = ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+  }
+  if (ok == 0) {
+    if (family == AF_INET6) {
+      sockaddr_in6 address{};
+      address.sin6_family = AF_INET6;
+      address.sin6_port = htons(port);
+      ok = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    } else {
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_port = htons(port);
+      ok = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    }
+  }
+  if (ok == 0) ok = ::listen(fd, kListenBacklog);
+  if (ok != 0) {
+    int err = errno;
+    ::close(fd);
+    return -err;
+  }
+  return fd;
+}
+
+// UDP :53 of one family; v6 only-v6 so the v4 socket keeps IPv4 queries. -errno on failure.
+int BindDns(int family) {
+  int fd = ::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  int one = 1, ok = 0;
+  if (family == AF_INET6) {
+    ok = ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    sockaddr_in6 address{};
+    address.sin6_family = AF_INET6;
+    address.sin6_port = htons(53);
+    if (ok == 0) ok = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  } else {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(53);
+    ok = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  }
+  if (ok != 0) {
+    int err = errno;
+    ::close(fd);
+    return -err;
+  }
+  return fd;
+}
+
+// Sends fds[0..count) described by entries[0..count) in batches the kernel accepts.
+int SendBatches(int sock, const int* fds, const WireEntry* entries, size_t count) {
+  for (size_t start = 0; start < count; start += kNetdMaxFdsPerMessage) {
+    size_t n = count - start < kNetdMaxFdsPerMessage ? count - start : kNetdMaxFdsPerMessage;
+    iovec iov{const_cast<WireEntry*>(entries + start), n * sizeof(WireEntry)};
+    alignas(cmsghdr) char control[CMSG_SPACE(kNetdMaxFdsPerMessage * sizeof(int))];
+    msghdr message{};
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = CMSG_SPACE(n * sizeof(int));
+    cmsghdr* header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(n * sizeof(int));
+    std::memcpy(CMSG_DATA(header), fds + start, n * sizeof(int));
+    ssize_t sent;
+    do {
+      sent = ::sendmsg(sock, &message, MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    if (sent < 0) return errno;
+  }
+  return 0;
+}
+
+int Fail(ChildStep step, int err, ChildStep* failed_step) {
+  *failed_step = step;
+  return err;
+}
+
+}  // namespace
+
+CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, int send_fd) {
+  CapturePlan plan;
+  plan.enabled = true;
+  plan.tcp_ports = tcp_ports;
+  plan.send_fd = send_fd;
+  plan.fds.assign(plan.SocketCount(), -1);
+  return plan;
+}
+
+int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
+  if (int err = AddLocalDefaultRoute(AF_INET)) return Fail(ChildStep::kNetworkRoutes, err, failed_step);
+  // Without the IPv6 route (IPv6 disabled) IPv6 destinations are unreachable, which is as
+  // closed as captured; with it they reach the dual-stack listeners and are logged.
+  const bool have_v6 = AddLocalDefaultRoute(AF_INET6) == 0;
+  // The entries live on this stack: at most the ports' count (bounded by the policy) + 2.
+  constexpr size_t kMaxEntries = 1024;
+  if (plan.SocketCount() > kMaxEntries) return Fail(ChildStep::kNetworkCapture, E2BIG, failed_step);
+  WireEntry entries[kMaxEntries];
+  size_t count = 0;
+  int err = 0;
+  for (uint16_t port : plan.tcp_ports) {
+    int fd = ListenTcp(port);
+    if (fd < 0) {
+      err = -fd;
+      break;
+    }
+    plan.fds[count] = fd;
+    entries[count++] = {1, 0, port};
+  }
+  for (int family : {AF_INET, AF_INET6}) {
+    if (err != 0 || (family == AF_INET6 && !have_v6)) break;
+    int fd = BindDns(family);
+    if (fd < 0) {
+      err = -fd;
+      break;
+    }
+    plan.fds[count] = fd;
+    entries[count++] = {0, 0, 53};
+  }
+  if (err == 0) err = SendBatches(plan.send_fd, plan.fds.data(), entries, count);
+  for (size_t i = 0; i < count; ++i) ::close(plan.fds[i]);
+  ::close(plan.send_fd);  // EOF tells the runner the list is complete
+  return err == 0 ? 0 : Fail(ChildStep::kNetworkCapture, err, failed_step);
+}
+
+std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int receive_fd,
+                                                   int timeout_ms) {
+  std::vector<CapturedSocket> sockets;
+  bool complete = false;
+  while (!complete) {
+    pollfd waiting{receive_fd, POLLIN, 0};
+    int ready = ::poll(&waiting, 1, timeout_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) break;
+    WireEntry entries[kNetdMaxFdsPerMessage];
+    alignas(cmsghdr) char control[CMSG_SPACE(kNetdMaxFdsPerMessage * sizeof(int))];
+    iovec iov{entries, sizeof(entries)};
+    msghdr message{};
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof(control);
+    ssize_t got = ::recvmsg(receive_fd, &message, MSG_CMSG_CLOEXEC);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      complete = got == 0;  // EOF: the child sent everything it had (or nothing: it failed)
+      break;
+    }
+    size_t described = static_cast<size_t>(got) / sizeof(WireEntry);
+    size_t received = 0;
+    for (cmsghdr* header = CMSG_FIRSTHDR(&message); header != nullptr; header = CMSG_NXTHDR(&message, header)) {
+      if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+      size_t n = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      const int* fds = reinterpret_cast<const int*>(CMSG_DATA(header));
+      for (size_t i = 0; i < n; ++i, ++received) {
+        if (received < described) {
+          sockets.push_back({entries[received].tcp != 0, entries[received].port, fds[i]});
+        } else {
+          ::close(fds[i]);  // more fds than descriptions: never from our child
+        }
+      }
+    }
+    if (received != described || (message.msg_flags & MSG_CTRUNC) != 0) break;
+  }
+  // Anything short of the complete, expected set is no capture at all: the run must not start
+  // with a port silently uncaptured.
+  size_t tcp = 0;
+  for (const auto& socket : sockets) tcp += socket.tcp ? 1 : 0;
+  if (!complete || tcp != plan.tcp_ports.size() || sockets.size() < plan.tcp_ports.size() + 1) {
+    for (const auto& socket : sockets) ::close(socket.fd);
+    sockets.clear();
+  }
+  return sockets;
+}
+
+}  // namespace sbx

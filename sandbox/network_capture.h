@@ -1,0 +1,53 @@
+// Transparent capture for the network allowlist, the sandbox child's side.
+//
+// Inside the sandbox's fresh network namespace every destination is made local ("local
+// default dev lo" in the local table, IPv4 and IPv6), so a connect() to any address lands on
+// a socket of this namespace whatever the code does: no proxy variables, no cooperation. The
+// child binds those sockets while it still holds its namespace capabilities (ports below
+// 1024 need them), hands them to the runner over a dedicated socket, and closes its copies:
+// the program never holds them. The runner passes them to sbx-netd, which serves them from
+// the host's network namespace (network_helper_protocol.h). Only the runner prepares memory;
+// the child allocates nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "sandbox/child_report.h"
+
+namespace sbx {
+
+// What the child binds, in the order the fds are sent: one dual-stack TCP listener per
+// port, then UDP 53 on 0.0.0.0 and (when the kernel has IPv6) on [::].
+struct CapturePlan {
+  bool enabled = false;
+  std::vector<uint16_t> tcp_ports;
+  int send_fd = -1;  // the child's end of the capture socketpair (SOCK_SEQPACKET)
+  // Room for the fds, sized by the runner (the child must not allocate).
+  mutable std::vector<int> fds;
+
+  size_t SocketCount() const { return tcp_ports.size() + 2; }
+};
+
+CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, int send_fd);
+
+// Child, in its new network namespace with lo up and its namespace capabilities: adds the
+// local default routes, binds and sends every capture socket, closes them. 0 or an errno,
+// with *failed_step naming what failed. Async-signal-safe.
+int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step);
+
+// One socket the runner received, matched with what it is.
+struct CapturedSocket {
+  bool tcp = true;
+  uint16_t port = 0;
+  int fd = -1;  // owned by the receiver
+};
+
+// Runner: receives the child's sockets from `receive_fd` within `timeout_ms`. An empty
+// result means the child sent nothing (it failed setup or died; its report says why).
+// The fds are CLOEXEC.
+std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int receive_fd,
+                                                   int timeout_ms);
+
+}  // namespace sbx
