@@ -18,6 +18,7 @@
 #include "sandbox/child_main.h"
 #include "sandbox/environment.h"
 #include "sandbox/image_check.h"
+#include "sandbox/network_run.h"
 #include "sandbox/output_forwarder.h"
 #include "sandbox/supervisor.h"
 #include "sandbox/userns.h"
@@ -166,6 +167,15 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
     }
   } remove_workspace{workspace};
 
+  // 3b. Network allowlist: the audit log and sbx-netd, ready before the child exists.
+  std::unique_ptr<AllowlistRun> allowlist;
+  if (policy.network == NetworkMode::kAllowlist) {
+    auto started = AllowlistRun::Start(
+        policy.network_allowlist, {spec.network_helper_binary, spec.network_log_path, NewRunId()});
+    if (!started) return started.error();
+    allowlist = std::move(*started);
+  }
+
   auto out_pipe = MakePipe("stdout");
   if (!out_pipe) return out_pipe.error();
   auto err_pipe = MakePipe("stderr");
@@ -188,9 +198,14 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   plan.stdout_fd = out_pipe->write.get();
   plan.stderr_fd = err_pipe->write.get();
   plan.root_mode = mapping->root_mode;
-  plan.set_up_loopback = policy.network == NetworkMode::kNone;
+  plan.set_up_loopback = policy.network != NetworkMode::kHost;
   plan.mounts = PrepareMountsInParent(image->path, image->fd.get(), run_workspace.path,
                                       run_workspace.fd.get(), policy.limits);
+  if (allowlist) {
+    plan.capture = allowlist->plan();
+    // The stub DNS of sbx-netd answers on the sandbox's own loopback (a capture socket).
+    plan.mounts.resolv_conf = "nameserver 127.0.0.1\noptions attempts:2 timeout:2\n";
+  }
   if (spec.zygote_keeps_namespace_capabilities) {
     if (!mapping->root_mode) {
       return InvalidInput("zygote: the warm pool needs sbx to run as root (root-mode id mapping)");
@@ -208,7 +223,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
 
   // 4. The namespaces.
   uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
-  if (policy.network == NetworkMode::kNone) flags |= CLONE_NEWNET;
+  if (policy.network != NetworkMode::kHost) flags |= CLONE_NEWNET;
   int pidfd_raw = -1;
   pid_t pid = CloneSandbox(flags, cgroup ? cgroup->CloneIntoFd() : -1, &pidfd_raw);
   if (pid < 0) {
@@ -219,6 +234,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   if (pid == 0) SandboxChildMain(plan);
   UniqueFd pidfd(pidfd_raw);
   sync_child.reset();
+  if (allowlist) allowlist->ChildStarted();
   out_pipe->write.reset();
   err_pipe->write.reset();
 
@@ -237,6 +253,11 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
     if (auto added = cgroup->AddProcessInParent(pid); !added) return abort_child(added.error().Context("cgroup"));
   }
   if (!tell_child('c')) return abort_child(SysError(ErrorCode::kSetupFailed, "sync write"));
+  if (allowlist) {
+    // A child that failed before sending its sockets reports why through the sync socket.
+    bool child_failed = false;
+    if (auto handed = allowlist->HandOver(&child_failed); !handed) return abort_child(handed.error());
+  }
 
   // 21-22. Supervise, reap, account, clean up.
   // Forwarding threads start only now, after clone(): the child is a copy of a process with
@@ -249,7 +270,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   OutputCapture out(policy.limits.output_bytes, forward_out ? &*forward_out : nullptr);
   OutputCapture err(policy.limits.output_bytes, forward_err ? &*forward_err : nullptr);
   SupervisedChild child{pid, pidfd.get(), sync_parent.get(), out_pipe->read.get(), err_pipe->read.get(),
-                        spec.cancel_fd};
+                        spec.cancel_fd, allowlist ? allowlist->helper_fd() : -1};
   auto kill_all = [&cgroup] {
     if (cgroup) cgroup->KillAll();
   };
@@ -259,6 +280,8 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   if (forward_err) forward_err->Close();
   CgroupUsage usage = cgroup ? cgroup->ReadUsage() : CgroupUsage{};
   if (cgroup) (void)cgroup->RemoveInParent();
+  result.network.mode = NetworkModeName(policy.network);
+  if (allowlist) allowlist->Finish(&result.network);
 
   result.wall_ms = outcome.wall_ns / 1000000;
   result.stdout_data = out.Text();
@@ -286,13 +309,14 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
     result.status = StatusFrom(outcome, usage, result);
   }
 
-  result.network.mode = NetworkModeName(policy.network);
   const char* cg = CgroupMechanism(enforced.version);
   result.enforcement = {
       {"user_namespace", "user_namespace"},
       {"pid_namespace", "pid_namespace"},
       {"mount_namespace", "overlay"},
-      {"network", policy.network == NetworkMode::kNone ? "network_namespace" : "host"},
+      {"network", policy.network == NetworkMode::kNone      ? "network_namespace"
+                  : policy.network == NetworkMode::kAllowlist ? "network_namespace+sbx_netd"
+                                                              : "host"},
       {"seccomp", plan.keep_namespace_capabilities ? "per_session" : seccomp ? "seccomp_bpf" : "none"},
       {"capabilities", plan.keep_namespace_capabilities ? "kept_in_user_namespace" : "dropped"},
       {"memory", enforced.memory ? cg : "rlimit_as"},

@@ -18,7 +18,9 @@
 //   9. Overlay root; workspace bound at /workspace.
 //  10. /proc with masked entries; minimal /dev; /tmp tmpfs.
 //  11. pivot_root and detach the old root.
-//  12. Hostname "sandbox"; lo up in a fresh network namespace.
+//  12. Hostname "sandbox"; lo up in a fresh network namespace. Network allowlist: every
+//      destination routed to lo, the capture sockets bound and sent to the runner, which
+//      hands them to sbx-netd (started before step 4; network_run.h).
 //  13. Block SIGCHLD/SIGTERM; fork the program.
 //  14. The init drops ids and capabilities, becomes non-dumpable, and waits (init.h).
 //  Program
@@ -72,6 +74,11 @@ struct RunSpec {
   // environment. The program must never run untrusted code itself; the zygote applies every
   // dropped layer to each session it forks. Needs root mode (sbx running as root).
   bool zygote_keeps_namespace_capabilities = false;
+  // Network allowlist runs: where the audit log (JSON lines) goes ("" : a new file in $TMPDIR
+  // named after the run; an existing file is refused) and which sbx-netd to start ("" : the
+  // one next to this executable or the one this tree built).
+  std::string network_log_path;
+  std::string network_helper_binary;
 };
 
 // Where a zygote run (RunSpec::zygote_keeps_namespace_capabilities) sees the image.

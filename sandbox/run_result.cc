@@ -40,7 +40,7 @@ int ExitCodeFor(const RunResult& result) {
 
 namespace {
 
-nlohmann::ordered_json NetworkSummaryJson(const NetworkSummary& network) {
+nlohmann::ordered_json NetworkOutcomeJson(const NetworkOutcome& network) {
   nlohmann::ordered_json out;
   out["mode"] = network.mode;
   if (network.mode != "allowlist") return out;
@@ -77,7 +77,7 @@ std::string RunResultToJson(const RunResult& result) {
   for (const auto& item : result.enforcement) enforcement[item.what] = item.mechanism;
   out["enforcement"] = enforcement;
   out["degraded"] = result.degraded;
-  out["network"] = NetworkSummaryJson(result.network);
+  out["network"] = NetworkOutcomeJson(result.network);
   if (!result.setup_error.empty()) out["error"] = result.setup_error;
   return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

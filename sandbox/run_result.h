@@ -26,7 +26,7 @@ struct Enforcement {
 };
 
 // What the network policy did during the run (RunResult::network).
-struct NetworkSummary {
+struct NetworkOutcome {
   std::string mode = "none";  // "none", "host", "allowlist"
   // allowlist only:
   uint64_t dns_queries = 0;
@@ -52,7 +52,7 @@ struct RunResult {
   bool stderr_truncated = false;
   std::vector<Enforcement> enforcement;
   std::vector<std::string> degraded;  // layers the policy allowed to be missing, and were
-  NetworkSummary network;
+  NetworkOutcome network;
   std::string setup_error;            // set when status is kSetupFailed
   // The command could not be started inside: 126 cannot execute, 127 not found (0 if it ran).
   int exec_failure_code = 0;

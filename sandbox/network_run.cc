@@ -1,0 +1,145 @@
+// The runner's side of an allowlist run; the order is in network_run.h.
+#include "sandbox/network_run.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace sbx {
+namespace {
+
+// The child binds its sockets within a few ms of starting; 10 s covers a loaded machine.
+constexpr int kHandOverTimeoutMs = 10'000;
+
+Result<UniqueFd> CreateLog(const std::string& path) {
+  // O_EXCL: a log is never appended to another run's, and never written through a symlink.
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) {
+    return SysError(ErrorCode::kInvalidInput,
+                    "network log " + path + ": cannot create it (it must not exist yet; choose a new path)");
+  }
+  return fd;
+}
+
+std::string DefaultLogPath(const std::string& run_id) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string dir = tmpdir != nullptr && tmpdir[0] == '/' ? tmpdir : "/tmp";
+  return dir + "/sbx-network-" + run_id + ".jsonl";
+}
+
+}  // namespace
+
+std::string DefaultNetworkHelperPath() {
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    std::string path(self, static_cast<size_t>(n));
+    path = path.substr(0, path.rfind('/') + 1) + "sbx-netd";
+    if (::access(path.c_str(), X_OK) == 0) return path;
+  }
+  return SBX_NETD_BUILD_PATH;
+}
+
+Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist& allowlist,
+                                                         const AllowlistRunOptions& options) {
+  std::unique_ptr<AllowlistRun> run(new AllowlistRun());
+  run->log_path_ = options.log_path.empty() ? DefaultLogPath(options.run_id) : options.log_path;
+  auto log = CreateLog(run->log_path_);
+  if (!log) return log.error();
+  run->log_ = std::move(*log);
+  const std::string binary = options.helper_binary.empty() ? DefaultNetworkHelperPath() : options.helper_binary;
+  auto helper = StartNetworkHelper(binary, options.run_id, allowlist, run->log_.get());
+  if (!helper) {
+    return helper.error().Context("network allowlist: sbx-netd (" + binary + ")");
+  }
+  run->helper_ = std::move(*helper);
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
+    return SysError(ErrorCode::kSetupFailed, "socketpair (network capture)");
+  }
+  run->receive_.reset(fds[0]);
+  run->child_end_.reset(fds[1]);
+  run->plan_ = PrepareCapturePlan(CapturePorts(allowlist), fds[1]);
+  return run;
+}
+
+AllowlistRun::~AllowlistRun() {
+  // The helper is killed and reaped by its own destructor.
+  if (!finished_ && !log_path_.empty()) ::unlink(log_path_.c_str());
+}
+
+void AllowlistRun::ChildStarted() { child_end_.reset(); }
+
+Result<void> AllowlistRun::HandOver(bool* child_failed) {
+  std::vector<CapturedSocket> sockets = ReceiveCapturedSockets(plan_, receive_.get(), kHandOverTimeoutMs);
+  receive_.reset();
+  *child_failed = sockets.empty();
+  if (sockets.empty()) return Ok{};
+  std::vector<CaptureSocketSpec> specs;
+  for (const auto& socket : sockets) {
+    specs.push_back({socket.tcp ? CaptureSocketSpec::Proto::kTcp : CaptureSocketSpec::Proto::kUdp,
+                     socket.port, socket.fd});
+  }
+  auto sent = helper_->SendCaptureSockets(specs);
+  for (const auto& socket : sockets) ::close(socket.fd);  // netd holds them now
+  if (!sent) return sent.error().Context("network allowlist: handing the capture sockets to sbx-netd");
+  return Ok{};
+}
+
+void AllowlistRun::Finish(NetworkOutcome* outcome) {
+  finished_ = true;
+  outcome->mode = "allowlist";
+  if (helper_) {
+    if (auto summary = helper_->Stop(); summary) {
+      outcome->dns_queries = summary->dns_queries;
+      outcome->allowed = summary->allowed;
+      outcome->denied = summary->denied;
+      outcome->denied_names = summary->denied_names;
+      outcome->bytes_up = summary->bytes_up;
+      outcome->bytes_down = summary->bytes_down;
+    }
+    helper_.reset();
+  }
+  log_.reset();
+  outcome->log_path = log_path_;
+  outcome->log_sha256 = FileSha256(log_path_);
+}
+
+std::string FileSha256(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return "";
+  EVP_MD_CTX* context = EVP_MD_CTX_new();
+  if (context == nullptr) return "";
+  EVP_DigestInit_ex(context, EVP_sha256(), nullptr);
+  char buffer[65536];
+  ssize_t got;
+  bool ok = true;
+  while ((got = ::read(fd.get(), buffer, sizeof(buffer))) != 0) {
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      ok = false;
+      break;
+    }
+    EVP_DigestUpdate(context, buffer, static_cast<size_t>(got));
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(context, digest, &length);
+  EVP_MD_CTX_free(context);
+  if (!ok) return "";
+  std::string hex;
+  char byte[3];
+  for (unsigned int i = 0; i < length; ++i) {
+    std::snprintf(byte, sizeof(byte), "%02x", digest[i]);
+    hex += byte;
+  }
+  return hex;
+}
+
+}  // namespace sbx

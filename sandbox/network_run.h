@@ -1,0 +1,66 @@
+// The runner's side of a run under a network allowlist, in the launcher's order:
+//   before clone   Start(): opens the audit log, starts sbx-netd (waits for "ready"), makes
+//                  the socket the child sends its capture sockets over;
+//   the child      plan(): routes + capture sockets (network_capture.h), resolv.conf;
+//   after clone    ChildStarted(); HandOver(): the child's sockets go to sbx-netd;
+//   supervision    helper_fd(): its hang-up kills the run (network_helper_died);
+//   the end        Finish(): "stop", the summary, the log's hash, into the run's result.
+// Any failure before the program starts refuses the run: allowlist never degrades.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "sandbox/error.h"
+#include "sandbox/network_capture.h"
+#include "sandbox/network_helper.h"
+#include "sandbox/policy.h"
+#include "sandbox/run_result.h"
+#include "sandbox/unique_fd.h"
+
+namespace sbx {
+
+struct AllowlistRunOptions {
+  std::string helper_binary;  // "" : DefaultNetworkHelperPath()
+  std::string log_path;       // "" : a new file in $TMPDIR (or /tmp) named after the run id
+  std::string run_id;
+};
+
+// sbx-netd next to the running executable, else the one this source tree built.
+std::string DefaultNetworkHelperPath();
+
+class AllowlistRun {
+ public:
+  static Result<std::unique_ptr<AllowlistRun>> Start(const NetworkAllowlist& allowlist,
+                                                    const AllowlistRunOptions& options);
+  ~AllowlistRun();
+
+  // What the child does; valid until ChildStarted().
+  const CapturePlan& plan() const { return plan_; }
+  // The child exists (with its copy of the capture socket): drop ours.
+  void ChildStarted();
+  // Receives the child's sockets and hands them to sbx-netd. An error means the run must be
+  // killed; a child that failed setup is not an error here (its own report explains it) and
+  // leaves `*child_failed` set.
+  Result<void> HandOver(bool* child_failed);
+  int helper_fd() const { return helper_ ? helper_->control_fd() : -1; }
+  // Stops the helper and fills the result's network summary (also after a failed run).
+  void Finish(NetworkOutcome* outcome);
+
+ private:
+  AllowlistRun() = default;
+
+  bool finished_ = false;  // else the destructor removes the log: a refused run leaves nothing
+
+  std::unique_ptr<NetworkHelper> helper_;
+  UniqueFd log_;
+  std::string log_path_;
+  UniqueFd receive_;
+  UniqueFd child_end_;
+  CapturePlan plan_;
+};
+
+// Lowercase hex SHA-256 of a file's contents, "" if it cannot be read.
+std::string FileSha256(const std::string& path);
+
+}  // namespace sbx
