@@ -110,6 +110,12 @@ std::string DescribeResult(const executor::CodeResult& result, size_t max_bytes)
     if (result.files_changed.size() > 50) text += " ... (" + std::to_string(result.files_changed.size()) + ")";
     text += "\n";
   }
+  if (!result.network_blocked.empty()) {
+    // Said plainly, so the model can tell a policy block from an outage and stop retrying.
+    text += "[blocked by the sandbox's network policy, not an outage]";
+    for (const std::string& blocked : result.network_blocked) text += " " + blocked;
+    text += "\n";
+  }
   if (!result.images.empty()) {
     text += "[figures saved]";
     for (const std::string& image : result.images) text += " " + image;

@@ -186,6 +186,7 @@ int RunAgentCommand(int argc, char** argv) {
     flags.image = image->path;
   }
   options.image_dir = flags.image;
+  options.network_log_dir = Absolute(flags.out_dir);  // created below, before the first run
   ::signal(SIGPIPE, SIG_IGN);
   auto session = executor::SessionExecutor::Create(std::move(options));
   if (!session) return Refuse(session.error().ToString());

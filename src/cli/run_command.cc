@@ -27,6 +27,7 @@ struct RunFlags {
   std::string workspace;
   std::string stdin_path;
   std::string cgroup = "auto";
+  std::string network_log;  // allowlist runs: where the audit log goes
   bool json = false;
   std::vector<std::string> overrides;  // applied after the policy file, in order
 };
@@ -80,6 +81,7 @@ int RunRunCommand(int argc, char** argv) {
     else if (arg == "--workspace") flags.workspace = value;
     else if (arg == "--stdin") flags.stdin_path = value;
     else if (arg == "--cgroup") flags.cgroup = value;
+    else if (arg == "--network-log") flags.network_log = value;
     else overrides.emplace_back(arg, value);
   }
   for (; i < argc; ++i) command.emplace_back(argv[i]);
@@ -110,6 +112,9 @@ int RunRunCommand(int argc, char** argv) {
   }
   spec.image_dir = flags.image;
   spec.workspace_dir = flags.workspace;
+  if (!flags.network_log.empty() && spec.policy.network != NetworkMode::kAllowlist)
+    return Refuse(flags.json, "--network-log: only an allowlist run keeps a network log (add --allow HOST or --network allowlist)");
+  spec.network_log_path = flags.network_log;
   spec.argv = command;
   spec.pass_through_output = !flags.json;
   UniqueFd stdin_file;
@@ -131,6 +136,11 @@ int RunRunCommand(int argc, char** argv) {
     std::fprintf(stderr, "sbx: %s\n", result->setup_error.c_str());
   } else if (result->status != RunStatus::kExited) {
     std::fprintf(stderr, "sbx: %s\n", RunStatusName(result->status));
+  }
+  if (!flags.json && !result->network.log_path.empty()) {
+    std::fprintf(stderr, "sbx: network: %llu allowed, %llu denied; log %s\n",
+                 static_cast<unsigned long long>(result->network.allowed),
+                 static_cast<unsigned long long>(result->network.denied), result->network.log_path.c_str());
   }
   std::fflush(stdout);
   return ExitCodeFor(*result);

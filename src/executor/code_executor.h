@@ -59,6 +59,10 @@ struct CodeResult {
   bool state_lost = false;
   std::string notice;  // for people and models: why state was lost, what was rejected
   bool rejected = false;  // nothing ran: a block was refused (unknown language)
+  // Network allowlist: what the policy refused during this execution ("name (reason)"), and
+  // the session's audit log.
+  std::vector<std::string> network_blocked;
+  std::string network_log_path;
 };
 
 class CodeExecutor {

@@ -1,12 +1,14 @@
 // SessionExecutor, LocalExecutor and SandboxExecutor: workspaces, sessions and results.
 #include "src/executor/executors.h"
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cstdio>
 
 #include "sandbox/image.h"
 #include "sandbox/launcher.h"
+#include "sandbox/network_log.h"
 #include "sandbox/userns.h"
 #include "src/executor/workspace_changes.h"
 
@@ -107,6 +109,15 @@ Result<std::unique_ptr<SessionExecutor>> SessionExecutor::Create(ExecutorOptions
   return executor;
 }
 
+Result<std::string> SessionExecutor::NetworkLogDir() {
+  if (options_.network_log_dir.empty()) {
+    char dir[] = "/tmp/sbx-network-XXXXXX";
+    if (::mkdtemp(dir) == nullptr) return SysError(ErrorCode::kSetupFailed, "mkdtemp(/tmp/sbx-network-XXXXXX)");
+    options_.network_log_dir = dir;
+  }
+  return options_.network_log_dir;
+}
+
 Result<std::unique_ptr<DriverProcess>> SessionExecutor::StartDriver() {
   RunSpec spec;
   spec.policy = options_.policy;
@@ -115,6 +126,16 @@ Result<std::unique_ptr<DriverProcess>> SessionExecutor::StartDriver() {
   spec.image_dir = image_dir_;
   spec.held_workspace = &workspace_;
   spec.cgroup_options = options_.cgroup_options;
+  if (spec.policy.network == NetworkMode::kAllowlist) {
+    auto dir = NetworkLogDir();
+    if (!dir) return dir.error();
+    // A directory reused across runs (an agent's --out-dir) keeps the older logs.
+    do {
+      network_log_path_ = *dir + "/network-" + std::to_string(++sessions_started_) + ".jsonl";
+    } while (::access(network_log_path_.c_str(), F_OK) == 0);
+    network_log_offset_ = 0;
+    spec.network_log_path = network_log_path_;
+  }
   return StartSandboxedDriver(std::move(spec));
 }
 
@@ -153,6 +174,10 @@ Result<CodeResult> SessionExecutor::Execute(const std::vector<CodeBlock>& blocks
     if (failed || !session_) break;
   }
   total.files_changed = ChangedFiles(before, SnapshotWorkspace(workspace_.fd.get()));
+  if (!network_log_path_.empty()) {
+    total.network_log_path = network_log_path_;
+    total.network_blocked = ReadNetworkLogSince(network_log_path_, &network_log_offset_).denials;
+  }
   return total;
 }
 

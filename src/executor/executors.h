@@ -46,6 +46,9 @@ struct ExecutorOptions {
   double grace_seconds = 2;   // after a block's timeout, before the session is killed
   std::string figures_dir = "output/figures";
   CgroupOptions cgroup_options;
+  // Network allowlist: each session's audit log goes to <dir>/network-<n>.jsonl. Empty: a new
+  // directory /tmp/sbx-network-XXXXXX, kept afterwards (the logs are the run's record).
+  std::string network_log_dir;
 };
 
 class SessionExecutor : public CodeExecutor {
@@ -68,12 +71,17 @@ class SessionExecutor : public CodeExecutor {
   explicit SessionExecutor(ExecutorOptions options);
   Result<void> Prepare(bool local);
   virtual Result<std::unique_ptr<DriverProcess>> StartDriver();
+  Result<std::string> NetworkLogDir();
 
   ExecutorOptions options_;
   Workspace workspace_;
   std::string image_dir_;
   std::unique_ptr<PythonSession> session_;
   std::string pending_notice_;  // why the previous session ended, told with the next result
+  // The current session's network audit log and how far its executions have read it.
+  std::string network_log_path_;
+  uint64_t network_log_offset_ = 0;
+  int sessions_started_ = 0;
 };
 
 class LocalExecutor final : public SessionExecutor {

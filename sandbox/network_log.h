@@ -1,0 +1,25 @@
+// Reading a run's network audit log (JSON lines written by sbx-netd) back, incrementally:
+// a session reads what its last execution added, so a tool result can tell the model that a
+// request was blocked by policy rather than failing on its own.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sbx {
+
+struct NetworkLogDigest {
+  uint64_t allowed = 0;
+  uint64_t denied = 0;
+  // "name-or-destination (reason)" for each denial, in log order, at most kMaxDenials.
+  std::vector<std::string> denials;
+  static constexpr size_t kMaxDenials = 20;
+};
+
+// Reads complete lines from byte *offset on and advances *offset past them (a line still
+// being written stays for the next call). Counts the records with a "decision"; lines that
+// are not JSON objects are skipped. A missing file reads as empty.
+NetworkLogDigest ReadNetworkLogSince(const std::string& path, uint64_t* offset);
+
+}  // namespace sbx
