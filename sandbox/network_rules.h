@@ -30,13 +30,15 @@ struct IpAddress {
 struct PortRange {
   uint16_t first = 0;
   uint16_t last = 0;
+  bool operator==(const PortRange&) const = default;
 };
 
 // `443` (the default), `22,443`, `8000-8100`, `*`.
 struct PortSet {
   bool any = false;
   std::vector<PortRange> ranges;
-  bool Contains(uint16_t port) const;
+  bool Contains(uint16_t port) const;  // false for port 0
+  bool operator==(const PortSet&) const = default;
 };
 
 enum class HostPatternKind {
@@ -48,50 +50,67 @@ enum class HostPatternKind {
 struct NetworkRule {
   std::string text;  // the entry as written in the policy (logged as the rule's source)
   HostPatternKind kind = HostPatternKind::kExactName;
-  std::string name;  // kExactName: lower-case, no trailing dot; kSuffix: the part after "*."
-  IpAddress address;  // kAddress: the network address (host bits zero)
+  std::string name;       // kExactName: lower-case, no trailing dot; kSuffix: the part after "*."
+  IpAddress address;      // kAddress: the network address (host bits zero)
   int prefix_length = 0;  // kAddress: 0..32 (v4) or 0..128 (v6)
   PortSet ports;
 
+  // port 0 means "on any port". An IPv4-mapped address (::ffff:a.b.c.d, what a dual-stack
+  // listener reports for an IPv4 peer) matches IPv4 rules.
   bool MatchesName(std::string_view lower_case_name, uint16_t port) const;
   bool MatchesAddress(const IpAddress& address, uint16_t port) const;
+  bool operator==(const NetworkRule&) const = default;
 };
+
+// What an entry without ":ports" means: 443 in allow and allow_private rules; every port in
+// deny rules, so that a denied host stays denied on the ports some allow rule opens.
+enum class DefaultPorts { kHttps, kAll };
 
 // Parses one entry. `field` names it in errors ("network.allow[2]"); the error says what is
 // wrong and what to write instead. Rejected: URLs ("http://x"), paths, userinfo, unbracketed
 // IPv6 ("2001:db8::1:443"), "*", "**", "*.com" (fewer than two labels after "*."), mid-label
 // or non-leading wildcards ("a*.b.com", "a.*.com"), non-LDH or non-ASCII labels (write the
 // punycode form), labels over 63 bytes, names over 253 bytes, ports 0 or above 65535,
-// reversed ranges, bad prefix lengths.
-Result<NetworkRule> ParseNetworkRule(std::string_view entry, const std::string& field);
+// reversed ranges, bad prefix lengths, CIDRs with host bits set, and names whose last label is
+// numeric (a mistyped IPv4 address). An IPv6 rule inside ::ffff:0:0/96 becomes the IPv4 rule.
+Result<NetworkRule> ParseNetworkRule(std::string_view entry, const std::string& field,
+                                     DefaultPorts default_ports = DefaultPorts::kHttps);
 
 struct NetworkLimits {
-  uint32_t max_connections = 256;                // per run; more are denied (limit_connections)
-  uint64_t egress_bytes_max = 1ull << 30;        // bytes sent upstream per run (limit_bytes)
+  uint32_t max_connections = 256;          // per run; more are denied (limit_connections)
+  uint64_t egress_bytes_max = 1ull << 30;  // bytes sent upstream per run (limit_bytes)
   double connect_timeout_seconds = 10.0;
   double idle_timeout_seconds = 300.0;
+  bool operator==(const NetworkLimits&) const = default;
 };
 
 // The `network` object of a policy when its mode is "allowlist".
 struct NetworkAllowlist {
   std::vector<NetworkRule> allow;
   std::vector<NetworkRule> deny;
-  std::vector<NetworkRule> allow_private;  // internal addresses these rules cover may be dialled
+  // Address rules only (IP or CIDR). They allow like allow rules, and an internal address they
+  // cover may be dialled (whether it came as an IP literal or from resolving an allowed name).
+  std::vector<NetworkRule> allow_private;
   NetworkLimits limits;
+  bool operator==(const NetworkAllowlist&) const = default;
 };
 
 // Why a query or connection was decided as it was. The audit log writes `reason` from the
 // fixed list in policies/SCHEMA.md and `rule` as "allow[3]" / "deny[0]".
 struct NetworkDecision {
   bool allowed = false;
-  std::string rule;    // the matching rule, "" when none matched
+  std::string rule;    // the matching rule, "" when none matched (for "port": the rule that
+                       // names the host on other ports)
   std::string reason;  // "" when allowed; else "deny_rule", "no_rule", "port", ...
 };
 
-// A name (DNS query, SNI, Host) on a port. port 0 means "any port": used for DNS, where a name
-// gets an answer when some allow rule names it on any port.
+// A name (DNS query, SNI, Host) on a port; normalized here (NormalizeHostName), and an invalid
+// name is denied "no_rule". port 0 means "any port": used for DNS, where a name gets an answer
+// when some allow rule names it on a port that no deny rule for it covers.
 NetworkDecision DecideName(const NetworkAllowlist& policy, std::string_view name, uint16_t port);
-// An IP literal the code connected to directly.
+// An IP literal the code connected to directly: deny rules, then allow, then allow_private
+// rules. An internal address that no allow_private rule covers is denied "internal_address"
+// even when an allow rule matches it.
 NetworkDecision DecideAddress(const NetworkAllowlist& policy, const IpAddress& address,
                               uint16_t port);
 
@@ -99,6 +118,9 @@ NetworkDecision DecideAddress(const NetworkAllowlist& policy, const IpAddress& a
 // fc00::/7), link-local (169.254/16 incl. cloud metadata, fe80::/10), multicast, broadcast,
 // reserved (240/4), the fake range 198.18.0.0/15, and the IPv6 forms that embed IPv4
 // (::ffff:0:0/96, ::/96, 64:ff9b::/96, 2002::/16) when the embedded address is internal.
+// Also fec0::/10 (deprecated site-local) and 64:ff9b:1::/48 (local-use NAT64). The
+// documentation ranges (192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32) are not
+// internal: the tests use them as "the internet".
 bool IsInternalAddress(const IpAddress& address);
 // True when an allow_private rule covers this (address, port).
 bool AllowPrivateCovers(const NetworkAllowlist& policy, const IpAddress& address, uint16_t port);
@@ -106,5 +128,16 @@ bool AllowPrivateCovers(const NetworkAllowlist& policy, const IpAddress& address
 // Lower-cases a DNS name and strips one trailing dot; nullopt if it is not a valid LDH name
 // (labels of [a-z0-9-_], 1..63 bytes, total <= 253). Used for queries, SNI and Host alike.
 std::optional<std::string> NormalizeHostName(std::string_view name);
+
+// The TCP ports the sandbox listens on for sbx-netd, sorted and unique: 80, 443, the audit-only
+// ports (connections there are logged and refused unless a rule allows them) and every port of
+// every allow and allow_private rule. DNS (53) is captured separately and is not listed.
+inline constexpr uint16_t kAuditOnlyPorts[] = {22, 25, 853, 3306, 5432, 6379, 8000, 8080, 8443};
+inline constexpr size_t kMaxCapturePorts = 512;
+std::vector<uint16_t> CapturePorts(const NetworkAllowlist& policy);
+// Capture needs one listening socket per port: a `*` port in an allow or allow_private rule,
+// or more than kMaxCapturePorts ports in all, is an error naming the rule ("<field>.allow[2]").
+// `*` in deny rules is fine.
+Result<void> CheckCapturePorts(const NetworkAllowlist& policy, const std::string& field);
 
 }  // namespace sbx
