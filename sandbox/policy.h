@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sandbox/error.h"
+#include "sandbox/network_rules.h"
 
 namespace sbx {
 
@@ -82,5 +83,10 @@ const char* NetworkModeName(NetworkMode mode);
 // comments, a BOM, more than 1 MiB or nesting deeper than 16 are errors naming the JSON path.
 Result<Policy> ParsePolicyJson(const std::string& text);
 Result<Policy> LoadPolicyFile(const std::string& path);
+
+// The allowlist as the JSON text the runner hands to sbx-netd (network_helper_protocol.h), and
+// back. Defined by the network rules (branch netrules); declared here for sbx-netd.
+Result<NetworkAllowlist> ParseNetworkAllowlistJson(const std::string& text);
+std::string NetworkAllowlistToJson(const NetworkAllowlist& allowlist);
 
 }  // namespace sbx
