@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake pkg-config libseccomp-dev libcap-dev nlohmann-json3-dev libgtest-dev
-  libcurl4-openssl-dev libssl-dev
+  libcurl4-openssl-dev libssl-dev libboost-dev
   # the image (rootfs/build-image.sh)
   mmdebstrap arch-test uidmap zstd
   # peers for the benchmark, and the cgroup v2 VM (tools/vm)

@@ -1,0 +1,217 @@
+// Reads and writes the control protocol's datagrams; receives the capture fds.
+#include "src/netd/control.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "sandbox/network_helper_protocol.h"
+#include "sandbox/policy.h"
+
+namespace sbx::netd {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxRunId = 128;
+
+Error ProtocolError(const std::string& what) {
+  return MakeError(ErrorCode::kInvalidInput, "control: " + what);
+}
+
+// One datagram; its fds (SCM_RIGHTS), if `fds` is given, are owned by the caller on return.
+Result<std::string> ReceiveMessage(int control_fd, std::vector<UniqueFd>* fds) {
+  std::string buffer(kNetdMaxMessage + 1, '\0');
+  union {
+    cmsghdr align;
+    char bytes[CMSG_SPACE(sizeof(int) * kNetdMaxFdsPerMessage)];
+  } control;
+  iovec iov{buffer.data(), buffer.size()};
+  msghdr message{};
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  message.msg_control = control.bytes;
+  message.msg_controllen = sizeof(control.bytes);
+  ssize_t size;
+  do {
+    size = recvmsg(control_fd, &message, MSG_CMSG_CLOEXEC);
+  } while (size < 0 && errno == EINTR);
+  if (size < 0) return SysError(ErrorCode::kIo, "control: recvmsg");
+  // Take every fd before any check, so none leaks whatever happens next.
+  std::vector<UniqueFd> received;
+  for (cmsghdr* cmsg = CMSG_FIRSTHDR(&message); cmsg != nullptr;
+       cmsg = CMSG_NXTHDR(&message, cmsg)) {
+    if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+      received.emplace_back(fd);
+    }
+  }
+  if (size == 0) return ProtocolError("the runner closed the control socket");
+  if (message.msg_flags & MSG_CTRUNC) return ProtocolError("more fds than one message may carry");
+  if (message.msg_flags & MSG_TRUNC || static_cast<size_t>(size) > kNetdMaxMessage) {
+    return ProtocolError("message larger than " + std::to_string(kNetdMaxMessage) + " bytes");
+  }
+  if (fds != nullptr) {
+    *fds = std::move(received);
+  } else if (!received.empty()) {
+    return ProtocolError("unexpected fds");
+  }
+  buffer.resize(static_cast<size_t>(size));
+  return buffer;
+}
+
+Result<void> SendText(int control_fd, const std::string& text) {
+  ssize_t sent;
+  do {
+    sent = send(control_fd, text.data(), text.size(), MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent < 0) return SysError(ErrorCode::kIo, "control: send");
+  return Ok{};
+}
+
+Result<void> SendMessage(int control_fd, const json& message) {
+  return SendText(control_fd, message.dump(-1, ' ', true, json::error_handler_t::replace));
+}
+
+Result<json> ParseObject(const std::string& text, const std::set<std::string>& keys) {
+  json object;
+  try {
+    object = json::parse(text);
+  } catch (const json::exception& error) {
+    return ProtocolError(std::string("not JSON: ") + error.what());
+  }
+  if (!object.is_object()) return ProtocolError("expected an object");
+  for (const auto& [key, value] : object.items()) {
+    if (!keys.contains(key)) return ProtocolError("unknown key \"" + key + "\"");
+  }
+  for (const std::string& key : keys) {
+    if (!object.contains(key)) return ProtocolError("missing key \"" + key + "\"");
+  }
+  return object;
+}
+
+}  // namespace
+
+Result<Hello> ParseHello(const std::string& text) {
+  auto object = ParseObject(text, {"v", "run", "audit_log", "network"});
+  if (!object) return object.error();
+  const json& hello = *object;
+  if (!hello["v"].is_number_integer() || hello["v"].get<int64_t>() != 1) {
+    return ProtocolError("v: expected 1");
+  }
+  if (!hello["run"].is_string()) return ProtocolError("run: expected a string");
+  Hello result;
+  result.run_id = hello["run"].get<std::string>();
+  if (result.run_id.empty() || result.run_id.size() > kMaxRunId) {
+    return ProtocolError("run: expected 1 to " + std::to_string(kMaxRunId) + " bytes");
+  }
+  for (char c : result.run_id) {
+    if (c < 0x21 || c > 0x7e) return ProtocolError("run: expected printable ASCII");
+  }
+  if (!hello["audit_log"].is_boolean()) return ProtocolError("audit_log: expected true or false");
+  result.audit_log = hello["audit_log"].get<bool>();
+  if (!hello["network"].is_object()) return ProtocolError("network: expected an object");
+  auto allowlist = ParseNetworkAllowlistJson(hello["network"].dump());
+  if (!allowlist) return allowlist.error().Context("control: network");
+  result.allowlist = std::move(*allowlist);
+  return result;
+}
+
+Result<Hello> ReceiveHello(int control_fd) {
+  auto text = ReceiveMessage(control_fd, nullptr);
+  if (!text) return text.error();
+  return ParseHello(*text);
+}
+
+Result<std::vector<CaptureSocket>> ReceiveCaptureSockets(int control_fd) {
+  std::vector<CaptureSocket> sockets;
+  while (true) {
+    std::vector<UniqueFd> fds;
+    auto text = ReceiveMessage(control_fd, &fds);
+    if (!text) return text.error();
+    auto object = ParseObject(*text, {"capture", "last"});
+    if (!object) return object.error();
+    const json& batch = *object;
+    if (!batch["capture"].is_array() || !batch["last"].is_boolean()) {
+      return ProtocolError("capture: expected an array and \"last\" true or false");
+    }
+    if (batch["capture"].size() != fds.size()) {
+      return ProtocolError("capture: " + std::to_string(batch["capture"].size()) + " entries but " +
+                           std::to_string(fds.size()) + " fds");
+    }
+    for (size_t i = 0; i < fds.size(); ++i) {
+      const json& entry = batch["capture"][i];
+      const std::string where = "capture[" + std::to_string(i) + "]";
+      if (!entry.is_object() || entry.size() != 2 || !entry.contains("proto") ||
+          !entry.contains("port")) {
+        return ProtocolError(where + ": expected {\"proto\":...,\"port\":...}");
+      }
+      CaptureSocket socket;
+      if (entry["proto"] == "tcp") {
+        socket.proto = CaptureProto::kTcp;
+      } else if (entry["proto"] == "udp") {
+        socket.proto = CaptureProto::kUdp;
+      } else {
+        return ProtocolError(where + ".proto: expected \"tcp\" or \"udp\"");
+      }
+      if (!entry["port"].is_number_integer() || entry["port"].get<int64_t>() < 1 ||
+          entry["port"].get<int64_t>() > 65535) {
+        return ProtocolError(where + ".port: expected 1..65535");
+      }
+      socket.port = static_cast<uint16_t>(entry["port"].get<int64_t>());
+      socket.fd = std::move(fds[i]);
+      sockets.push_back(std::move(socket));
+    }
+    if (batch["last"].get<bool>()) return sockets;
+  }
+}
+
+Result<void> SendReady(int control_fd) { return SendMessage(control_fd, {{"ready", true}}); }
+
+Result<void> SendError(int control_fd, const std::string& why) {
+  return SendMessage(control_fd, {{"error", why}});
+}
+
+Result<void> SendServing(int control_fd) { return SendMessage(control_fd, {{"serving", true}}); }
+
+std::string SummaryMessage(const RunSummary& summary) {
+  json message = {{"summary",
+                   {{"dns_queries", summary.dns_queries},
+                    {"allowed", summary.allowed},
+                    {"denied", summary.denied},
+                    {"denied_names", summary.denied_names},
+                    {"bytes_up", summary.bytes_up},
+                    {"bytes_down", summary.bytes_down}}}};
+  return message.dump(-1, ' ', true, json::error_handler_t::replace);
+}
+
+Result<void> SendSummary(int control_fd, const RunSummary& summary) {
+  return SendText(control_fd, SummaryMessage(summary));
+}
+
+void ControlWatcher::Start(std::function<void()> on_stop, std::function<void()> on_hangup) {
+  on_stop_ = std::move(on_stop);
+  on_hangup_ = std::move(on_hangup);
+  Wait();
+}
+
+void ControlWatcher::Wait() {
+  descriptor_.async_wait(boost::asio::posix::descriptor_base::wait_read,
+                         [this](boost::system::error_code ec) {
+                           if (ec == boost::asio::error::operation_aborted) return;
+                           if (ec) return on_hangup_();
+                           auto text = ReceiveMessage(descriptor_.native_handle(), nullptr);
+                           if (!text) return on_hangup_();
+                           auto object = ParseObject(*text, {"stop"});
+                           if (!object || (*object)["stop"] != true) return on_hangup_();
+                           on_stop_();
+                         });
+}
+
+}  // namespace sbx::netd

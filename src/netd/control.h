@@ -1,0 +1,62 @@
+// sbx-netd's side of the control protocol with the runner (sandbox/network_helper_protocol.h),
+// message by message. The steps before serving are blocking calls on the control socket; the
+// stop request is awaited on the io_context (ControlWatcher).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sandbox/error.h"
+#include "sandbox/network_rules.h"
+#include "sandbox/unique_fd.h"
+#include "src/netd/netd_server.h"
+#include "src/netd/run_counters.h"
+
+namespace sbx::netd {
+
+// Step 1: {"v":1,"run":...,"audit_log":...,"network":...}.
+struct Hello {
+  std::string run_id;
+  bool audit_log = false;
+  NetworkAllowlist allowlist;
+};
+Result<Hello> ReceiveHello(int control_fd);
+// Parses step 1's message (strict: exactly those keys, v == 1, a run id of 1..128 printable
+// ASCII bytes).
+Result<Hello> ParseHello(const std::string& text);
+
+struct CaptureSocket {
+  CaptureProto proto = CaptureProto::kTcp;
+  uint16_t port = 0;
+  UniqueFd fd;
+};
+// Step 3: every batch of {"capture":[...],"last":...} with its SCM_RIGHTS fds, until "last".
+Result<std::vector<CaptureSocket>> ReceiveCaptureSockets(int control_fd);
+
+// Steps 2, 4 and 6: one datagram each.
+Result<void> SendReady(int control_fd);
+Result<void> SendError(int control_fd, const std::string& why);
+Result<void> SendServing(int control_fd);
+Result<void> SendSummary(int control_fd, const RunSummary& summary);
+std::string SummaryMessage(const RunSummary& summary);
+
+// Step 5 while serving: calls `on_stop` for {"stop":true}, `on_hangup` on EOF, an error or any
+// other message (netd then exits at once).
+class ControlWatcher {
+ public:
+  ControlWatcher(boost::asio::io_context& io, int control_fd) : descriptor_(io, control_fd) {}
+  void Start(std::function<void()> on_stop, std::function<void()> on_hangup);
+
+ private:
+  void Wait();
+
+  boost::asio::posix::stream_descriptor descriptor_;
+  std::function<void()> on_stop_;
+  std::function<void()> on_hangup_;
+};
+
+}  // namespace sbx::netd

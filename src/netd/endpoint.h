@@ -1,0 +1,35 @@
+// Conversions between socket addresses and sbx::IpAddress, and their text in the audit log.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sandbox/network_rules.h"
+
+namespace sbx::netd {
+
+struct Endpoint {
+  IpAddress address;
+  uint16_t port = 0;
+};
+
+// An AF_INET or AF_INET6 sockaddr; an IPv4-mapped IPv6 address (what a dual-stack listener
+// reports for an IPv4 peer) comes back as plain IPv4, so no check sees the v6 form.
+std::optional<Endpoint> EndpointFromSockaddr(const sockaddr* address, socklen_t length);
+std::optional<Endpoint> EndpointFromAsio(const boost::asio::ip::tcp::endpoint& endpoint);
+boost::asio::ip::tcp::endpoint AsioFromEndpoint(const Endpoint& endpoint);
+
+// ::ffff:a.b.c.d -> a.b.c.d; anything else unchanged.
+IpAddress UnwrapV4Mapped(const IpAddress& address);
+// A host-byte-order IPv4 address, and back.
+IpAddress IpAddressFromV4(uint32_t ipv4);
+std::optional<uint32_t> V4Of(const IpAddress& address);
+
+// "198.18.4.17:443", "[2001:db8::1]:443".
+std::string EndpointToString(const Endpoint& endpoint);
+
+}  // namespace sbx::netd

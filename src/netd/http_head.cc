@@ -1,0 +1,200 @@
+// Reads an HTTP/1.x request head line by line and extracts its one Host.
+#include "src/netd/http_head.h"
+
+#include <optional>
+
+namespace sbx::netd {
+namespace {
+
+// Real requests carry a few dozen fields; the bound keeps re-reading the head after each line
+// cheap.
+constexpr size_t kMaxFields = 100;
+
+HttpHeadResult Invalid() { return {HttpHeadStatus::kInvalid, ""}; }
+
+bool IsTchar(char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  switch (c) {
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsToken(std::string_view text) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    if (!IsTchar(c)) return false;
+  }
+  return true;
+}
+
+bool IsHostChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_' || c == '~';
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + 32);
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y + 32);
+    if (x != y) return false;
+  }
+  return true;
+}
+
+// `host[:port]` or `[v6][:port]`; the host without port and brackets, or nullopt.
+std::optional<std::string> ParseAuthority(std::string_view authority) {
+  std::string_view host;
+  std::string_view rest;
+  if (!authority.empty() && authority.front() == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    host = authority.substr(1, close - 1);
+    rest = authority.substr(close + 1);
+    if (host.empty()) return std::nullopt;
+    for (char c : host) {
+      const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+      if (!hex && c != ':' && c != '.') return std::nullopt;
+    }
+  } else {
+    const size_t colon = authority.find(':');
+    host = authority.substr(0, colon);
+    rest = colon == std::string_view::npos ? std::string_view() : authority.substr(colon);
+    if (host.empty()) return std::nullopt;
+    for (char c : host) {
+      if (!IsHostChar(c)) return std::nullopt;  // '@' (userinfo), '%', spaces, controls
+    }
+  }
+  if (!rest.empty()) {
+    if (rest.front() != ':' || rest.size() < 2 || rest.size() > 6) return std::nullopt;
+    unsigned port = 0;
+    for (char c : rest.substr(1)) {
+      if (c < '0' || c > '9') return std::nullopt;
+      port = port * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (port > 65535) return std::nullopt;
+  }
+  return std::string(host);
+}
+
+struct RequestLine {
+  std::string_view method;
+  std::string_view target;
+};
+
+std::optional<RequestLine> ParseRequestLine(std::string_view line) {
+  const size_t first = line.find(' ');
+  if (first == std::string_view::npos) return std::nullopt;
+  const size_t second = line.find(' ', first + 1);
+  if (second == std::string_view::npos) return std::nullopt;
+  RequestLine request{line.substr(0, first), line.substr(first + 1, second - first - 1)};
+  const std::string_view version = line.substr(second + 1);
+  if (!IsToken(request.method) || request.target.empty()) return std::nullopt;
+  for (char c : request.target) {
+    if (c <= 0x20 || c >= 0x7f) return std::nullopt;
+  }
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") return std::nullopt;
+  return request;
+}
+
+// The host the request target names, "" for origin-form and "*", nullopt when malformed.
+std::optional<std::string> TargetHost(const RequestLine& request) {
+  const std::string_view target = request.target;
+  if (target.front() == '/' || target == "*") return std::string();
+  if (request.method == "CONNECT") return ParseAuthority(target);
+  const size_t scheme_end = target.find("://");
+  if (scheme_end == std::string_view::npos) return std::nullopt;
+  const std::string_view scheme = target.substr(0, scheme_end);
+  if (!EqualsIgnoreCase(scheme, "http") && !EqualsIgnoreCase(scheme, "https")) return std::nullopt;
+  std::string_view authority = target.substr(scheme_end + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  auto host = ParseAuthority(authority);
+  if (host && host->empty()) return std::nullopt;
+  return host;
+}
+
+// A field line `name: value`; sets `is_host` and `value` (OWS trimmed).
+bool ParseField(std::string_view line, bool& is_host, std::string_view& value) {
+  if (line.front() == ' ' || line.front() == '\t') return false;  // obs-fold
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos || !IsToken(line.substr(0, colon))) return false;
+  value = line.substr(colon + 1);
+  for (char c : value) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\t') || u == 0x7f) return false;
+  }
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  is_host = EqualsIgnoreCase(line.substr(0, colon), "host");
+  return true;
+}
+
+}  // namespace
+
+HttpHeadResult ReadHttpHost(std::string_view bytes) {
+  if (bytes.size() > kMaxHttpHead) bytes = bytes.substr(0, kMaxHttpHead);
+  std::optional<RequestLine> request;
+  std::optional<std::string> host;
+  size_t at = 0;
+  size_t fields = 0;
+  // Every complete line is checked as soon as it is there, so a client speaking some other
+  // protocol is refused at its first line rather than after kMaxHttpHead bytes.
+  while (true) {
+    const size_t lf = bytes.find('\n', at);
+    const std::string_view partial =
+        bytes.substr(at, lf == std::string_view::npos ? bytes.npos : lf - at);
+    for (size_t i = 0; i < partial.size(); ++i) {
+      const char c = partial[i];
+      if (c == '\0') return Invalid();
+      if (c == '\r' && i + 1 < partial.size()) return Invalid();  // bare CR
+    }
+    if (!request && partial.size() > 0 && !IsTchar(partial.front())) return Invalid();
+    if (lf == std::string_view::npos) break;
+    if (partial.empty() || partial.back() != '\r') return Invalid();  // bare LF
+    const std::string_view line = partial.substr(0, partial.size() - 1);
+    at = lf + 1;
+    if (!request) {
+      request = ParseRequestLine(line);
+      if (!request) return Invalid();
+      continue;
+    }
+    if (line.empty()) {
+      if (!host) return Invalid();  // HTTP/1.0 without Host: nothing to check it against
+      auto target_host = TargetHost(*request);
+      if (!target_host) return Invalid();
+      if (!target_host->empty() && !EqualsIgnoreCase(*target_host, *host)) return Invalid();
+      return {HttpHeadStatus::kHost, std::move(*host)};
+    }
+    if (++fields > kMaxFields) return Invalid();
+    bool is_host = false;
+    std::string_view value;
+    if (!ParseField(line, is_host, value)) return Invalid();
+    if (is_host) {
+      if (host) return Invalid();  // a second Host
+      host = ParseAuthority(value);
+      if (!host) return Invalid();
+    }
+  }
+  if (bytes.size() >= kMaxHttpHead) return Invalid();
+  return {HttpHeadStatus::kNeedMore, ""};
+}
+
+}  // namespace sbx::netd

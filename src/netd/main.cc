@@ -1,0 +1,82 @@
+// sbx-netd: enforces a run's network allowlist from the host's network namespace, on sockets
+// the sandbox bound inside its own (sandbox/network_helper_protocol.h says how it is started
+// and spoken to). This file is the order; each step's how lives in its own file.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <cstdio>
+#include <exception>
+#include <memory>
+
+#include "sandbox/network_helper_protocol.h"
+#include "src/netd/control.h"
+#include "src/netd/hardening.h"
+#include "src/netd/netd_context.h"
+#include "src/netd/netd_server.h"
+
+namespace {
+
+using namespace sbx;
+using namespace sbx::netd;
+
+// Says why on the control socket (the runner reports it) and on stderr, then fails.
+int Fail(const Error& error) {
+  (void)SendError(kNetdControlFd, error.ToString());
+  std::fprintf(stderr, "sbx-netd: %s\n", error.ToString().c_str());
+  return 1;
+}
+
+int Serve() {
+  // 1. Harden before reading anything: no privileges, no new processes, only the syscalls
+  //    serving needs.
+  if (auto hardened = HardenProcess(); !hardened) return Fail(hardened.error());
+
+  // 2. The run's id, whether it keeps an audit log (fd 4), and the allowlist.
+  auto hello = ReceiveHello(kNetdControlFd);
+  if (!hello) return Fail(hello.error());
+  if (hello->audit_log && fcntl(kNetdAuditLogFd, F_GETFL) < 0) {
+    return Fail(SysError(ErrorCode::kInvalidInput, "audit_log is true but fd 4 is not open"));
+  }
+  NetdContext context(std::move(hello->allowlist), hello->audit_log ? kNetdAuditLogFd : -1,
+                      hello->run_id);
+  if (auto sent = SendReady(kNetdControlFd); !sent) return 1;
+
+  // 3. The capture sockets, served as soon as all have arrived.
+  auto captures = ReceiveCaptureSockets(kNetdControlFd);
+  if (!captures) return Fail(captures.error());
+  boost::asio::io_context io(1);
+  NetdServer server(io, context);
+  for (CaptureSocket& capture : *captures) {
+    if (auto added = server.AddCapture(capture.proto, capture.port, std::move(capture.fd));
+        !added) {
+      return Fail(added.error());
+    }
+  }
+  if (auto sent = SendServing(kNetdControlFd); !sent) return 1;
+
+  // 4. Serve until "stop" (answer the summary, exit 0) or until the runner hangs up (exit at
+  //    once: the run is over or the runner died, and nobody reads a summary).
+  int exit_code = 0;
+  ControlWatcher watcher(io, kNetdControlFd);
+  watcher.Start(
+      [&] {
+        server.Stop();
+        exit_code = SendSummary(kNetdControlFd, context.counters.summary()) ? 0 : 1;
+        io.stop();
+      },
+      [] { _exit(1); });
+  io.run();
+  return exit_code;
+}
+
+}  // namespace
+
+int main() {
+  try {
+    return Serve();
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "sbx-netd: %s\n", error.what());
+    return 1;
+  }
+}

@@ -1,0 +1,28 @@
+// What every part of a serving sbx-netd shares: the run's policy, the fake-address pool, the
+// audit log and the counters. One per process, owned by main; single-threaded like the
+// io_context that uses it.
+#pragma once
+
+#include <string>
+
+#include "sandbox/network_rules.h"
+#include "src/netd/audit_log.h"
+#include "src/netd/fake_ip_pool.h"
+#include "src/netd/run_counters.h"
+
+namespace sbx::netd {
+
+// How long the first bytes of a connection on a peeked port may take (network-design §4.4).
+inline constexpr double kPeekTimeoutSeconds = 5.0;
+
+struct NetdContext {
+  NetdContext(NetworkAllowlist allowlist, int audit_fd, std::string run_id)
+      : policy(std::move(allowlist)), log(audit_fd, std::move(run_id)) {}
+
+  const NetworkAllowlist policy;
+  FakeIpPool pool;
+  AuditLog log;
+  RunCounters counters;
+};
+
+}  // namespace sbx::netd

@@ -1,0 +1,112 @@
+// Accepts on the capture listeners and keeps the set of live connections.
+#include "src/netd/netd_server.h"
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <string>
+
+#include "src/netd/relay.h"
+
+namespace sbx::netd {
+namespace {
+
+// After EMFILE/ENFILE, accepting again at once would spin: the pending connection stays.
+constexpr std::chrono::milliseconds kAcceptRetry{100};
+
+Result<int> SocketOption(int fd, int option, const char* name) {
+  int value = 0;
+  socklen_t length = sizeof(value);
+  if (getsockopt(fd, SOL_SOCKET, option, &value, &length) != 0) {
+    return SysError(ErrorCode::kInvalidInput, std::string("getsockopt(") + name + ")");
+  }
+  return value;
+}
+
+}  // namespace
+
+Result<void> NetdServer::AddCapture(CaptureProto proto, uint16_t port, UniqueFd fd) {
+  const std::string what =
+      std::string(proto == CaptureProto::kTcp ? "tcp" : "udp") + " :" + std::to_string(port);
+  auto type = SocketOption(fd.get(), SO_TYPE, "SO_TYPE");
+  auto domain = SocketOption(fd.get(), SO_DOMAIN, "SO_DOMAIN");
+  auto listening = SocketOption(fd.get(), SO_ACCEPTCONN, "SO_ACCEPTCONN");
+  if (!type || !domain || !listening)
+    return MakeError(ErrorCode::kInvalidInput, what + ": not a socket");
+  if (*domain != AF_INET && *domain != AF_INET6) {
+    return MakeError(ErrorCode::kInvalidInput, what + ": not an IP socket");
+  }
+  if (proto == CaptureProto::kUdp) {
+    if (*type != SOCK_DGRAM)
+      return MakeError(ErrorCode::kInvalidInput, what + ": not a UDP socket");
+    auto service = std::make_unique<DnsService>(io_, context_);
+    SBX_TRY_CTX(service->Start(std::move(fd)), what);
+    dns_.push_back(std::move(service));
+    return Ok{};
+  }
+  if (*type != SOCK_STREAM || !*listening) {
+    return MakeError(ErrorCode::kInvalidInput, what + ": not a listening TCP socket");
+  }
+  auto listener = std::make_unique<Listener>(io_);
+  boost::system::error_code ec;
+  listener->acceptor.assign(
+      *domain == AF_INET6 ? boost::asio::ip::tcp::v6() : boost::asio::ip::tcp::v4(), fd.get(), ec);
+  if (ec) return MakeError(ErrorCode::kSetupFailed, what + ": " + ec.message());
+  fd.release();
+  listener->acceptor.non_blocking(true, ec);
+  Accept(*listener);
+  listeners_.push_back(std::move(listener));
+  return Ok{};
+}
+
+void NetdServer::Accept(Listener& listener) {
+  listener.acceptor.async_accept(
+      [this, &listener](boost::system::error_code ec, boost::asio::ip::tcp::socket socket) {
+        if (stopped_ || ec == boost::asio::error::operation_aborted) return;
+        if (ec == boost::asio::error::no_descriptors || ec == boost::asio::error::no_buffer_space ||
+            ec.value() == ENFILE || ec.value() == ENOMEM) {
+          listener.retry.expires_after(kAcceptRetry);
+          listener.retry.async_wait([this, &listener](boost::system::error_code timer_ec) {
+            if (!timer_ec && !stopped_) Accept(listener);
+          });
+          return;
+        }
+        if (!ec) OnAccepted(std::move(socket));
+        Accept(listener);  // ECONNABORTED and friends concern one client only
+      });
+}
+
+void NetdServer::OnAccepted(boost::asio::ip::tcp::socket socket) {
+  boost::system::error_code ec;
+  // The sandbox's local default route delivers every destination to the capture listener, and
+  // the accepted socket's local address is the one the client connected to.
+  const auto local = socket.local_endpoint(ec);
+  const auto dst = ec ? std::nullopt : EndpointFromAsio(local);
+  if (!dst) {
+    ResetAndClose(socket);
+    return;
+  }
+  std::optional<std::string> refuse;
+  if (connections_.size() >= context_.policy.limits.max_connections) refuse = "limit_connections";
+  auto connection = std::make_shared<TcpConnection>(
+      context_, std::move(socket), *dst,
+      [this](TcpConnection* closed) { connections_.erase(closed); }, std::move(refuse));
+  connections_.emplace(connection.get(), connection);
+  connection->Start();
+}
+
+void NetdServer::Stop() {
+  stopped_ = true;
+  boost::system::error_code ec;
+  for (auto& listener : listeners_) {
+    listener->acceptor.close(ec);
+    listener->retry.cancel();
+  }
+  for (auto& dns : dns_) dns->Stop();
+  // Stopping a connection removes it from the map: walk a copy.
+  std::vector<std::shared_ptr<TcpConnection>> live;
+  for (auto& [pointer, connection] : connections_) live.push_back(connection);
+  for (auto& connection : live) connection->Stop();
+}
+
+}  // namespace sbx::netd

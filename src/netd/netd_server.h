@@ -1,0 +1,56 @@
+// sbx-netd's serving half: the sandbox's capture sockets on one single-threaded io_context.
+// UDP sockets are the stub DNS (dns_service.h); each TCP listener accepts connections and
+// hands each to a TcpConnection, within the run's max_connections.
+//
+// Usage: AddCapture() for every socket the runner sent, Start(), io_context::run(); Stop()
+// closes the listeners and ends every connection (relayed ones are logged with end "stop"), so
+// the summary read after it is final.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "sandbox/error.h"
+#include "sandbox/unique_fd.h"
+#include "src/netd/dns_service.h"
+#include "src/netd/netd_context.h"
+#include "src/netd/tcp_connection.h"
+
+namespace sbx::netd {
+
+enum class CaptureProto { kTcp, kUdp };
+
+class NetdServer {
+ public:
+  NetdServer(boost::asio::io_context& io, NetdContext& context) : io_(io), context_(context) {}
+
+  // Checks that `fd` is what the runner said (a listening TCP socket, or a bound UDP one) and
+  // takes it.
+  Result<void> AddCapture(CaptureProto proto, uint16_t port, UniqueFd fd);
+  void Stop();
+  size_t active_connections() const { return connections_.size(); }
+
+ private:
+  struct Listener {
+    explicit Listener(boost::asio::io_context& io) : acceptor(io), retry(io) {}
+    boost::asio::ip::tcp::acceptor acceptor;
+    boost::asio::steady_timer retry;
+  };
+
+  void Accept(Listener& listener);
+  void OnAccepted(boost::asio::ip::tcp::socket socket);
+
+  boost::asio::io_context& io_;
+  NetdContext& context_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::vector<std::unique_ptr<DnsService>> dns_;
+  std::unordered_map<TcpConnection*, std::shared_ptr<TcpConnection>> connections_;
+  bool stopped_ = false;
+};
+
+}  // namespace sbx::netd
