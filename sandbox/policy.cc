@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sandbox/network_helper_protocol.h"
 #include "sandbox/units.h"
 
 namespace sbx {
@@ -140,7 +141,16 @@ Result<void> ValidateNetworkAllowlist(const NetworkAllowlist& allowlist) {
                        Ranges::kMinConnectTimeout, Ranges::kMaxConnectTimeout));
   SBX_TRY(CheckSeconds("network.limits.idle_timeout", limits.idle_timeout_seconds,
                        Ranges::kMinIdleTimeout, Ranges::kMaxIdleTimeout));
-  return CheckCapturePorts(allowlist, "network");
+  SBX_TRY(CheckCapturePorts(allowlist, "network"));
+  // sbx-netd receives the allowlist in one control message, next to a small envelope.
+  const size_t json_bytes = NetworkAllowlistToJson(allowlist).size();
+  if (json_bytes > kNetdMaxMessage - kNetdEnvelopeBytes) {
+    return InvalidInput("network: the rules take " + std::to_string(json_bytes) +
+                        " bytes as JSON; at most " +
+                        std::to_string(kNetdMaxMessage - kNetdEnvelopeBytes) +
+                        " fit the message to sbx-netd (use fewer rules, or *.suffix rules)");
+  }
+  return Ok{};
 }
 
 const char* LayerName(Layer layer) {

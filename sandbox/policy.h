@@ -81,12 +81,17 @@ struct NetworkLimitRanges {
   static constexpr size_t kMaxRules = 1024;  // per list
 };
 
+// Room left in sbx-netd's first control message (kNetdMaxMessage) for everything but the
+// allowlist: {"v":1,"run":"<id>","audit_log":true,"network":...}.
+inline constexpr size_t kNetdEnvelopeBytes = 1024;
+
 // Checks every field against its range and the host (memory and tmpfs sizes at most the
 // host's RAM, cpus at most its CPU count). The error names the field and the fix.
 Result<void> ValidatePolicy(const Policy& policy);
 
 // Checks an allowlist as a whole: limits in range, allow_private holds address rules only, the
-// allow ports can be captured (CheckCapturePorts). Errors name "network.<field>".
+// allow ports can be captured (CheckCapturePorts), and its JSON fits the one message that carries
+// it to sbx-netd. Errors name "network.<field>".
 Result<void> ValidateNetworkAllowlist(const NetworkAllowlist& allowlist);
 
 // Checks one environment entry: NAME matches [A-Za-z_][A-Za-z0-9_]*, the value has no NUL

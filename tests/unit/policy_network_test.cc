@@ -151,6 +151,19 @@ TEST(PolicyNetwork, ValidateChecksTheAllowlistOnlyInAllowlistMode) {
   EXPECT_NE(invalid.error().message.find("network.limits.max_connections"), std::string::npos);
 }
 
+TEST(PolicyNetwork, TheAllowlistMustFitOneMessageToSbxNetd) {
+  // 1000 rules of about 80 bytes: within kMaxRules, beyond the message.
+  const std::string domain = ".a-rather-long-name-for-one-rule-among-many.example.org";
+  std::string allow;
+  for (int i = 0; i < 1000; ++i) {
+    allow += std::string(i ? "," : "") + "\"host-" + std::to_string(i) + domain + "\"";
+  }
+  auto policy = Parse(R"({"mode": "allowlist", "allow": [)" + allow + "]}");
+  ASSERT_FALSE(policy);
+  EXPECT_NE(policy.error().message.find("fit the message to sbx-netd"), std::string::npos)
+      << policy.error().message;
+}
+
 NetworkAllowlist SampleAllowlist() {
   auto policy = Parse(R"({"mode": "allowlist",
       "allow": ["PyPI.org.", "*.example.com:80,443", "github.com:22,443", "203.0.113.0/24:5432",
