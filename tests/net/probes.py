@@ -1,0 +1,373 @@
+#!/usr/bin/python3
+"""Network probes for the allowlist tests: run inside the sandbox (the image's python3) and,
+as the control, unsandboxed in the test's "host" netns T (the host's python3).
+
+  python3 probes.py <probe> [args...]
+
+Each probe prints one JSON object on its last line of stdout and exits 0, also when what it
+tried failed: failures are data ({"error": "ConnectionResetError", "errno_name": "ECONNRESET",
+"stage": "handshake", ...}). Every network wait is bounded. Standard library only. The test CA
+is ca.pem next to this file unless --cafile says otherwise.
+"""
+
+import argparse
+import base64
+import errno
+import hashlib
+import http.client
+import json
+import os
+import random
+import socket
+import ssl
+import struct
+import sys
+import time
+import urllib.error
+import urllib.request
+
+TIMEOUT_S = 10
+HERE = os.path.dirname(os.path.abspath(__file__))
+EAI_NAMES = {getattr(socket, n): n for n in dir(socket) if n.startswith("EAI_")}
+QTYPES = {"A": 1, "TXT": 16, "AAAA": 28, "SVCB": 64, "HTTPS": 65}
+PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "ftp_proxy")
+
+
+def describe(exc, **extra):
+    """An exception as data: its type, errno and errno name (EAI_* for resolver errors)."""
+    if isinstance(exc, urllib.error.URLError) and isinstance(exc.reason, BaseException):
+        extra["via"] = "URLError"
+        exc = exc.reason
+    out = {"error": type(exc).__name__, "msg": str(exc)[:300], **extra}
+    if isinstance(exc, socket.gaierror):
+        out["errno"], out["errno_name"] = exc.errno, EAI_NAMES.get(exc.errno)
+    elif isinstance(exc, ssl.SSLError):
+        out["ssl_reason"] = exc.reason
+    elif isinstance(exc, OSError) and exc.errno is not None:
+        out["errno"], out["errno_name"] = exc.errno, errno.errorcode.get(exc.errno)
+    return out
+
+
+def ms_since(start):
+    return round((time.monotonic() - start) * 1000, 2)
+
+
+def tls_context(cafile, check_hostname):
+    context = ssl.create_default_context(cafile=cafile or os.path.join(HERE, "ca.pem"))
+    context.check_hostname = check_hostname
+    return context
+
+
+def peer_cn(tls_sock):
+    for rdn in tls_sock.getpeercert().get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName":
+                return value
+    return None
+
+
+def read_http_response(sock, method="GET"):
+    response = http.client.HTTPResponse(sock, method=method)
+    response.begin()
+    body = response.read()
+    return {"status": response.status, "served_by": response.getheader("X-Served-By"),
+            "body": body.decode("utf-8", "replace")[:300]}
+
+
+def send_get(sock, host, path):
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: sbx-probe\r\n\r\n".encode())
+
+
+# --- probes -------------------------------------------------------------------------------
+
+def probe_env(_args):
+    return {"proxy_env": {k: v for k, v in os.environ.items() if k.lower() in PROXY_VARS}}
+
+
+def probe_resolve(args):
+    family = {"4": socket.AF_INET, "6": socket.AF_INET6, "any": socket.AF_UNSPEC}[args.family]
+    start = time.monotonic()
+    try:
+        infos = socket.getaddrinfo(args.name, 443, family, socket.SOCK_STREAM)
+    except OSError as e:
+        return describe(e, ms=ms_since(start))
+    return {"addrs": sorted({info[4][0] for info in infos}), "ms": ms_since(start)}
+
+
+def one_http(args):
+    stage = "connect"
+    try:
+        with socket.create_connection((args.addr, args.port), timeout=TIMEOUT_S) as sock:
+            stage = "request"
+            send_get(sock, args.host or args.addr, args.path)
+            return read_http_response(sock)
+    except (OSError, http.client.HTTPException) as e:
+        return describe(e, stage=stage)
+
+
+def probe_http(args):
+    if args.count == 1:
+        return one_http(args)
+    return {"results": [one_http(args) for _ in range(args.count)]}
+
+
+def probe_urlopen(args):
+    context = tls_context(args.cafile, True) if args.url.startswith("https:") else None
+    try:
+        with urllib.request.urlopen(args.url, timeout=TIMEOUT_S, context=context) as response:
+            body = response.read()
+            out = {"status": response.status, "served_by": response.headers.get("X-Served-By")}
+    except urllib.error.HTTPError as e:
+        return {"status": e.code, "body": e.read().decode("utf-8", "replace")[:300]}
+    except (OSError, http.client.HTTPException) as e:
+        return describe(e)
+    if args.digest:
+        out.update(length=len(body), sha256=hashlib.sha256(body).hexdigest())
+    else:
+        out["body"] = body.decode("utf-8", "replace")[:300]
+    return out
+
+
+def open_tls(args):
+    """(tls socket, None) or (None, error dict). Verifies the chain, not the name, so a test
+    can see whose certificate answered."""
+    stage = "connect"
+    sock = None
+    try:
+        sock = socket.create_connection((args.addr, args.port), timeout=TIMEOUT_S)
+        stage = "handshake"
+        tls = tls_context(args.cafile, False).wrap_socket(sock, server_hostname=args.sni or None)
+        return tls, None
+    except OSError as e:
+        if sock is not None:
+            sock.close()
+        return None, describe(e, stage=stage)
+
+
+def probe_tls(args):
+    tls, error = open_tls(args)
+    if error:
+        return error
+    with tls:
+        out = {"peer_cn": peer_cn(tls)}
+        try:
+            send_get(tls, args.host or args.sni or args.addr, args.path)
+            out.update(read_http_response(tls))
+        except (OSError, http.client.HTTPException) as e:
+            out.update(describe(e, stage="request"))
+        return out
+
+
+def probe_tls_many(args):
+    """Opens `count` connections one after another and holds them all open."""
+    held, results = [], []
+    try:
+        for _ in range(args.count):
+            tls, error = open_tls(args)
+            if error:
+                results.append(error)
+                continue
+            held.append(tls)
+            try:
+                send_get(tls, args.host or args.sni, args.path)
+                results.append(read_http_response(tls))
+            except (OSError, http.client.HTTPException) as e:
+                results.append(describe(e, stage="request"))
+    finally:
+        for tls in held:
+            tls.close()
+    return {"results": results}
+
+
+def probe_banner(args):
+    stage = "connect"
+    try:
+        with socket.create_connection((args.addr, args.port), timeout=TIMEOUT_S) as sock:
+            stage = "recv"
+            data = sock.recv(200)
+            return {"banner": data.decode("utf-8", "replace").strip()} if data else {"eof": True}
+    except OSError as e:
+        return describe(e, stage=stage)
+
+
+def probe_udp(args):
+    family = socket.AF_INET6 if ":" in args.addr else socket.AF_INET
+    start = time.monotonic()
+    with socket.socket(family, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(3)
+        try:
+            sock.connect((args.addr, args.port))
+            sock.send(b"\x00quic-or-ntp-probe")
+            reply = sock.recv(200)
+        except OSError as e:
+            return describe(e, ms=ms_since(start))
+    return {"reply": reply.decode("utf-8", "replace"), "ms": ms_since(start)}
+
+
+def dns_query(qname, qtype):
+    query_id = random.getrandbits(16)
+    header = struct.pack("!HHHHHH", query_id, 0x0100, 1, 0, 0, 0)
+    labels = b"".join(bytes([len(p)]) + p.encode() for p in qname.split("."))
+    return query_id, header + labels + b"\x00" + struct.pack("!HH", QTYPES[qtype], 1)
+
+
+def dns_summary(qname, qtype, reply):
+    flags, _, ancount = struct.unpack("!HHH", reply[2:8])
+    return {"qname": qname, "qtype": qtype, "rcode": flags & 0xF, "ancount": ancount}
+
+
+def first_nameserver():
+    with open("/etc/resolv.conf") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "nameserver":
+                return parts[1]
+    return "127.0.0.1"
+
+
+def probe_dns(args):
+    """Raw queries ("name/TYPE") to the first nameserver of /etc/resolv.conf, one at a time."""
+    server = first_nameserver()
+    answers = []
+    for spec in args.queries:
+        qname, qtype = spec.split("/")
+        query_id, query = dns_query(qname, qtype)
+        start = time.monotonic()
+        with socket.socket(socket.AF_INET6 if ":" in server else socket.AF_INET,
+                           socket.SOCK_DGRAM) as sock:
+            sock.settimeout(3)
+            try:
+                sock.sendto(query, (server, 53))
+                while True:
+                    reply = sock.recv(4096)
+                    if len(reply) >= 12 and struct.unpack("!H", reply[:2])[0] == query_id:
+                        break
+                answers.append(dict(dns_summary(qname, qtype, reply), ms=ms_since(start)))
+            except OSError as e:
+                answers.append(describe(e, qname=qname, qtype=qtype, ms=ms_since(start)))
+    return {"server": server, "answers": answers}
+
+
+def probe_dot(args):
+    tls, error = open_tls(args)
+    if error:
+        return error
+    with tls:
+        try:
+            _, query = dns_query(args.qname, "A")
+            tls.sendall(struct.pack("!H", len(query)) + query)
+            length = struct.unpack("!H", tls.recv(2))[0]
+            return dns_summary(args.qname, "A", tls.recv(length))
+        except (OSError, struct.error) as e:
+            return describe(e, stage="query")
+
+
+def probe_doh(args):
+    _, query = dns_query(args.qname, "A")
+    url = args.url + "?dns=" + base64.urlsafe_b64encode(query).decode().rstrip("=")
+    try:
+        with urllib.request.urlopen(url, timeout=TIMEOUT_S,
+                                    context=tls_context(args.cafile, True)) as response:
+            return dns_summary(args.qname, "A", response.read())
+    except (OSError, http.client.HTTPException) as e:
+        return describe(e)
+
+
+def netlink_request(protocol, msg_type, payload):
+    """Sends one request with NLM_F_ACK; returns "ok" or the errno name of the answer."""
+    try:
+        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, protocol)
+    except OSError as e:
+        return "socket:" + errno.errorcode.get(e.errno, str(e.errno))
+    with sock:
+        sock.settimeout(3)
+        flags = 0x1 | 0x4  # NLM_F_REQUEST | NLM_F_ACK
+        try:
+            sock.send(struct.pack("=IHHII", 16 + len(payload), msg_type, flags, 1, 0) + payload)
+            reply = sock.recv(4096)
+        except OSError as e:
+            return "send:" + errno.errorcode.get(e.errno, str(e.errno))
+    if struct.unpack("=H", reply[4:6])[0] != 2:  # NLMSG_ERROR carries the ack
+        return "unexpected-reply"
+    code = -struct.unpack("=i", reply[16:20])[0]
+    return "ok" if code == 0 else errno.errorcode.get(code, str(code))
+
+
+def probe_privileged(args):
+    """What a workload with no capabilities tries, to undo the capture (NET-24). Each step
+    is harmless where it succeeds: the route and the nftables table it names do not exist."""
+    out = {}
+    # RTM_DELROUTE for "local 0.0.0.0/0 dev lo table local", the capture route itself.
+    rtmsg = struct.pack("=BBBBBBBBI", socket.AF_INET, 0, 0, 0, 255, 0, 254, 2, 0)
+    out["route_del"] = netlink_request(socket.NETLINK_ROUTE, 25, rtmsg)
+    # NFT_MSG_GETTABLE inet "sbx_probe" (nfnetlink asks CAP_NET_ADMIN for any message).
+    name = b"sbx_probe\x00"
+    attr = struct.pack("=HH", 4 + len(name), 1) + name + b"\x00" * (-len(name) % 4)
+    out["nft"] = netlink_request(12, (10 << 8) | 1, struct.pack("=BBH", 1, 0, 0) + attr)
+    for step, family, kind, proto in (("raw_socket", socket.AF_INET, socket.SOCK_RAW, 1),
+                                      ("packet_socket", socket.AF_PACKET, socket.SOCK_RAW, 0)):
+        try:
+            socket.socket(family, kind, proto).close()
+            out[step] = "ok"
+        except OSError as e:
+            out[step] = errno.errorcode.get(e.errno, str(e.errno))
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("0.0.0.0", 443))
+            out["bind_443"] = "ok"
+    except OSError as e:
+        out["bind_443"] = errno.errorcode.get(e.errno, str(e.errno))
+    if args.then_url:
+        args.url, args.digest = args.then_url, False
+        out["then"] = probe_urlopen(args)
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="probe", required=True)
+    sub.add_parser("env")
+    p = sub.add_parser("resolve")
+    p.add_argument("name")
+    p.add_argument("--family", choices=["4", "6", "any"], default="any")
+    p = sub.add_parser("http")
+    p.add_argument("addr")
+    p.add_argument("--port", type=int, default=80)
+    p.add_argument("--host")
+    p.add_argument("--path", default="/")
+    p.add_argument("--count", type=int, default=1)
+    p = sub.add_parser("urlopen")
+    p.add_argument("url")
+    p.add_argument("--digest", action="store_true")
+    for probe in ("tls", "tls_many", "dot"):
+        p = sub.add_parser(probe)
+        p.add_argument("addr")
+        p.add_argument("--port", type=int, default=853 if probe == "dot" else 443)
+        p.add_argument("--sni", default="")
+        p.add_argument("--host")
+        p.add_argument("--path", default="/")
+        if probe == "tls_many":
+            p.add_argument("--count", type=int, required=True)
+        if probe == "dot":
+            p.add_argument("--qname", required=True)
+    for probe in ("banner", "udp"):
+        p = sub.add_parser(probe)
+        p.add_argument("addr")
+        p.add_argument("port", type=int)
+    p = sub.add_parser("dns")
+    p.add_argument("queries", nargs="+")
+    p = sub.add_parser("doh")
+    p.add_argument("url")
+    p.add_argument("--qname", required=True)
+    p = sub.add_parser("privileged")
+    p.add_argument("--then-url")
+    for p in sub.choices.values():
+        p.add_argument("--cafile")
+    args = parser.parse_args()
+    result = globals()["probe_" + args.probe](args)
+    print(json.dumps(dict(result, probe=args.probe), sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
