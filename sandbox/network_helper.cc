@@ -1,0 +1,246 @@
+// Starts sbx-netd per the control protocol and speaks the runner's side of it.
+#include "sandbox/network_helper.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "sandbox/network_helper_protocol.h"
+#include "sandbox/policy.h"
+
+namespace sbx {
+namespace {
+
+using nlohmann::json;
+
+// How long a helper that answered "stop" may take to exit before it is killed.
+constexpr int kExitGraceMs = 2'000;
+
+Error HelperError(const std::string& what) {
+  return MakeError(ErrorCode::kSetupFailed, "sbx-netd: " + what);
+}
+
+Result<void> SendDatagram(int fd, const std::string& text, const std::vector<int>& fds = {}) {
+  iovec iov{const_cast<char*>(text.data()), text.size()};
+  msghdr message{};
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  std::vector<char> control;
+  if (!fds.empty()) {
+    control.resize(CMSG_SPACE(sizeof(int) * fds.size()));
+    message.msg_control = control.data();
+    message.msg_controllen = control.size();
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&message);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
+  }
+  ssize_t sent;
+  do {
+    sent = sendmsg(fd, &message, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent < 0) return SysError(ErrorCode::kIo, "sbx-netd: sendmsg(control)");
+  return Ok{};
+}
+
+// The helper's next message as a JSON object; `expected` is its one key ("ready", ...). An
+// {"error":...} answer becomes the error.
+Result<json> ReceiveReply(int fd, const char* expected) {
+  pollfd wait{fd, POLLIN, 0};
+  int ready;
+  do {
+    ready = poll(&wait, 1, kNetworkHelperReplyTimeoutMs);
+  } while (ready < 0 && errno == EINTR);
+  if (ready < 0) return SysError(ErrorCode::kIo, "sbx-netd: poll(control)");
+  if (ready == 0) {
+    return HelperError(std::string("no \"") + expected + "\" within " +
+                       std::to_string(kNetworkHelperReplyTimeoutMs / 1000) + " s");
+  }
+  std::string buffer(kNetdMaxMessage + 1, '\0');
+  ssize_t size;
+  do {
+    size = recv(fd, buffer.data(), buffer.size(), 0);
+  } while (size < 0 && errno == EINTR);
+  if (size < 0) return SysError(ErrorCode::kIo, "sbx-netd: recv(control)");
+  if (size == 0) {
+    return HelperError(std::string("exited before \"") + expected + "\" (see its stderr)");
+  }
+  buffer.resize(static_cast<size_t>(size));
+  json reply;
+  try {
+    reply = json::parse(buffer);
+  } catch (const json::exception&) {
+    return HelperError("answered with something that is not JSON");
+  }
+  if (!reply.is_object()) return HelperError("answered with something that is not an object");
+  if (reply.contains("error") && reply["error"].is_string()) {
+    return HelperError(reply["error"].get<std::string>());
+  }
+  if (!reply.contains(expected)) {
+    return HelperError(std::string("answered without \"") + expected + "\"");
+  }
+  return reply;
+}
+
+Result<NetworkSummary> ParseSummary(const json& reply) {
+  const json& summary = reply["summary"];
+  NetworkSummary result;
+  try {
+    result.dns_queries = summary.at("dns_queries").get<uint64_t>();
+    result.allowed = summary.at("allowed").get<uint64_t>();
+    result.denied = summary.at("denied").get<uint64_t>();
+    result.denied_names = summary.at("denied_names").get<std::vector<std::string>>();
+    result.bytes_up = summary.at("bytes_up").get<uint64_t>();
+    result.bytes_down = summary.at("bytes_down").get<uint64_t>();
+  } catch (const json::exception& error) {
+    return HelperError(std::string("malformed summary: ") + error.what());
+  }
+  return result;
+}
+
+// In the forked child: only async-signal-safe calls. Returns only on failure, with errno.
+int ExecHelperInChild(const char* binary, int control, int audit, int dev_null, pid_t parent) {
+  char* const argv[] = {const_cast<char*>("sbx-netd"), nullptr};
+  char* const envp[] = {nullptr};
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+  if (getppid() != parent) return ESRCH;
+  // Lift every source above the target numbers first, so no dup2 overwrites another source.
+  const int high_control = fcntl(control, F_DUPFD_CLOEXEC, 10);
+  const int high_audit = audit >= 0 ? fcntl(audit, F_DUPFD_CLOEXEC, 10) : -1;
+  const int high_null = fcntl(dev_null, F_DUPFD_CLOEXEC, 10);
+  if (high_control < 0 || high_null < 0 || (audit >= 0 && high_audit < 0)) return errno;
+  if (dup2(high_null, 0) < 0 || dup2(high_null, 1) < 0 || dup2(high_control, kNetdControlFd) < 0)
+    return errno;
+  if (high_audit >= 0) {
+    if (dup2(high_audit, kNetdAuditLogFd) < 0) return errno;
+  } else {
+    close(kNetdAuditLogFd);
+  }
+  // Everything above fd 4 closes at execve (the exec-error pipe stays open until then).
+  if (syscall(SYS_close_range, kNetdAuditLogFd + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) return errno;
+  execve(binary, argv, envp);
+  return errno;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& binary,
+                                                          const std::string& run_id,
+                                                          const NetworkAllowlist& allowlist,
+                                                          int audit_fd) {
+  std::string hello;
+  try {
+    hello = json{{"v", 1},
+                 {"run", run_id},
+                 {"audit_log", audit_fd >= 0},
+                 {"network", json::parse(NetworkAllowlistToJson(allowlist))}}
+                .dump(-1, ' ', true, json::error_handler_t::replace);
+  } catch (const json::exception& error) {
+    return MakeError(ErrorCode::kInternal, std::string("sbx-netd: policy JSON: ") + error.what());
+  }
+  if (hello.size() > kNetdMaxMessage) {
+    return InvalidInput("network: the allowlist is larger than sbx-netd's " +
+                        std::to_string(kNetdMaxMessage / 1024) + " KiB message limit");
+  }
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    return SysError(ErrorCode::kSetupFailed, "sbx-netd: socketpair");
+  }
+  UniqueFd runner_end(pair[0]), helper_end(pair[1]);
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) return SysError(ErrorCode::kSetupFailed, "sbx-netd: pipe2");
+  UniqueFd exec_read(exec_pipe[0]), exec_write(exec_pipe[1]);
+  UniqueFd dev_null(open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!dev_null) return SysError(ErrorCode::kSetupFailed, "sbx-netd: open(/dev/null)");
+  const pid_t parent = getpid();
+
+  const pid_t pid = fork();
+  if (pid < 0) return SysError(ErrorCode::kSetupFailed, "sbx-netd: fork");
+  if (pid == 0) {
+    int err = ExecHelperInChild(binary.c_str(), helper_end.get(), audit_fd, dev_null.get(), parent);
+    (void)!write(exec_write.get(), &err, sizeof(err));
+    _exit(127);
+  }
+  std::unique_ptr<NetworkHelper> helper(new NetworkHelper);
+  helper->pid_ = pid;
+  helper->control_ = std::move(runner_end);
+  helper_end.reset();
+  exec_write.reset();
+  int exec_errno = 0;
+  ssize_t got;
+  do {
+    got = read(exec_read.get(), &exec_errno, sizeof(exec_errno));
+  } while (got < 0 && errno == EINTR);
+  if (got == sizeof(exec_errno)) {
+    return SysError(ErrorCode::kSetupFailed, "sbx-netd: execve(" + binary + ")", exec_errno);
+  }
+  helper->pidfd_ = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  if (!helper->pidfd_) return SysError(ErrorCode::kUnavailable, "sbx-netd: pidfd_open");
+  SBX_TRY(SendDatagram(helper->control_fd(), hello));
+  auto ready = ReceiveReply(helper->control_fd(), "ready");
+  if (!ready) return ready.error();
+  return helper;
+}
+
+Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CaptureSocketSpec>& sockets) {
+  size_t at = 0;
+  do {
+    const size_t count = std::min(kNetdMaxFdsPerMessage, sockets.size() - at);
+    json batch = {{"capture", json::array()}, {"last", at + count == sockets.size()}};
+    std::vector<int> fds;
+    for (size_t i = at; i < at + count; ++i) {
+      const CaptureSocketSpec& socket = sockets[i];
+      batch["capture"].push_back(
+          {{"proto", socket.proto == CaptureSocketSpec::Proto::kTcp ? "tcp" : "udp"},
+           {"port", socket.port}});
+      fds.push_back(socket.fd);
+    }
+    SBX_TRY(SendDatagram(control_fd(), batch.dump(), fds));
+    at += count;
+  } while (at < sockets.size());
+  auto serving = ReceiveReply(control_fd(), "serving");
+  if (!serving) return serving.error();
+  return Ok{};
+}
+
+Result<NetworkSummary> NetworkHelper::Stop() {
+  SBX_TRY(SendDatagram(control_fd(), json{{"stop", true}}.dump()));
+  auto reply = ReceiveReply(control_fd(), "summary");
+  if (!reply) {
+    KillAndReap();
+    return reply.error();
+  }
+  auto summary = ParseSummary(*reply);
+  pollfd exited{pidfd_.get(), POLLIN, 0};
+  while (poll(&exited, 1, kExitGraceMs) < 0 && errno == EINTR) {
+  }
+  KillAndReap();  // reaps at once when it has exited; kills it when it has not
+  return summary;
+}
+
+void NetworkHelper::KillAndReap() {
+  if (reaped_ || pid_ <= 0) return;
+  // The pid is our unreaped child, so it cannot have been reused; nothing to kill if it has
+  // already exited.
+  if (waitpid(pid_, &wait_status_, WNOHANG) != pid_) {
+    kill(pid_, SIGKILL);
+    while (waitpid(pid_, &wait_status_, 0) < 0 && errno == EINTR) {
+    }
+  }
+  reaped_ = true;
+}
+
+NetworkHelper::~NetworkHelper() { KillAndReap(); }
+
+}  // namespace sbx

@@ -1,0 +1,93 @@
+// The runner's side of sbx-netd: starts the helper that enforces a run's network allowlist,
+// hands it the sandbox's capture sockets, and stops it for the run's network summary
+// (sandbox/network_helper_protocol.h is the protocol, message by message).
+//
+// Usage, in the runner (the parent of the sandbox):
+//   1. `auto helper = StartNetworkHelper(NetworkHelperPath(), run_id, allowlist, audit_fd);`
+//      before cloning the sandbox child: forks and executes sbx-netd, sends the run's policy
+//      and waits for "ready" (a refused policy or a missing binary fails here).
+//   2. `helper->SendCaptureSockets(sockets)` with the sockets the child bound inside its
+//      network namespace; returns once netd serves them. The runner then closes its copies.
+//   3. While the run lasts, poll `control_fd()` (POLLIN/POLLHUP before Stop means netd died:
+//      end the run as network_helper_died) or the pidfd.
+//   4. `helper->Stop()` when the run has ended: the summary for the run's result.
+// Destroying a NetworkHelper kills the helper (SIGKILL) and reaps it, whatever state it is in.
+// The helper also dies with the thread that started it (PR_SET_PDEATHSIG): start it from a
+// thread that lives as long as the run.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sandbox/error.h"
+#include "sandbox/network_rules.h"
+#include "sandbox/unique_fd.h"
+
+namespace sbx {
+
+struct CaptureSocketSpec {
+  enum class Proto { kTcp, kUdp };
+  Proto proto = Proto::kTcp;
+  uint16_t port = 0;
+  int fd = -1;  // borrowed: sent by SCM_RIGHTS, still the caller's to close
+};
+
+// What the helper counted over the run. allowed/denied count decisions of every kind (each DNS
+// query with a usable question, each TCP connection); denied_names are the first 10 distinct
+// denied names (or addresses, for IP literals).
+struct NetworkSummary {
+  uint64_t dns_queries = 0;
+  uint64_t allowed = 0;
+  uint64_t denied = 0;
+  std::vector<std::string> denied_names;
+  uint64_t bytes_up = 0;
+  uint64_t bytes_down = 0;
+};
+
+class NetworkHelper {
+ public:
+  ~NetworkHelper();
+  NetworkHelper(const NetworkHelper&) = delete;
+  NetworkHelper& operator=(const NetworkHelper&) = delete;
+
+  // Step 3 of the protocol, in batches of kNetdMaxFdsPerMessage; waits for "serving".
+  Result<void> SendCaptureSockets(const std::vector<CaptureSocketSpec>& sockets);
+  // Step 5: "stop", then the summary; reaps the helper (killing it if it does not exit).
+  Result<NetworkSummary> Stop();
+
+  int control_fd() const { return control_.get(); }
+  pid_t pid() const { return pid_; }
+  int pidfd() const { return pidfd_.get(); }
+  // The helper's wait status once reaped (after Stop), else -1. A clean stop exits 0; SIGSYS
+  // would mean its seccomp allowlist missed a syscall.
+  int wait_status() const { return wait_status_; }
+
+ private:
+  friend Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string&,
+                                                                   const std::string&,
+                                                                   const NetworkAllowlist&, int);
+  NetworkHelper() = default;
+  void KillAndReap();
+
+  UniqueFd control_;
+  UniqueFd pidfd_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int wait_status_ = -1;
+};
+
+// How long the runner waits for each of the helper's answers before it gives up on it.
+inline constexpr int kNetworkHelperReplyTimeoutMs = 10'000;
+
+// audit_fd: the run's network log, opened O_WRONLY|O_APPEND by the caller (becomes the
+// helper's fd 4), or -1 for none. The error says why the helper refused or could not start.
+Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& binary,
+                                                          const std::string& run_id,
+                                                          const NetworkAllowlist& allowlist,
+                                                          int audit_fd);
+
+}  // namespace sbx

@@ -1,0 +1,522 @@
+// The real sbx-netd binary, started through sandbox/network_helper.h, against sockets bound in
+// a fresh network namespace with the sandbox's local default route (as the launcher will bind
+// them): stub DNS, fake-address connections relayed to an upstream on the host's loopback,
+// denials, the audit log, the summary, limits, and the helper's own confinement.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sandbox/network_helper.h"
+#include "sandbox/unique_fd.h"
+
+namespace sbx {
+namespace {
+
+using nlohmann::json;
+
+NetworkRule Rule(const std::string& text) {
+  auto rule = ParseNetworkRule(text, "test");
+  EXPECT_TRUE(rule) << text;
+  return *rule;
+}
+
+// A TCP server on 127.0.0.1 (the host side, the "internet" here): for each connection it reads
+// until end of stream, answers "echo:" + what it read, and closes. Counts connections.
+class UpstreamServer {
+ public:
+  UpstreamServer() {
+    listener_ = UniqueFd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(listener_.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    EXPECT_EQ(listen(listener_.get(), 16), 0);
+    socklen_t length = sizeof(address);
+    getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~UpstreamServer() {
+    shutdown(listener_.get(), SHUT_RDWR);
+    thread_.join();
+  }
+  uint16_t port() const { return port_; }
+  int connections() const { return connections_; }
+
+ private:
+  void Serve() {
+    while (true) {
+      UniqueFd client(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!client) return;
+      ++connections_;
+      std::thread([fd = client.release()] {
+        UniqueFd connection(fd);
+        std::string received;
+        char buffer[4096];
+        ssize_t got;
+        while ((got = read(connection.get(), buffer, sizeof(buffer))) > 0) {
+          received.append(buffer, static_cast<size_t>(got));
+        }
+        const std::string reply = "echo:" + received;
+        (void)!send(connection.get(), reply.data(), reply.size(), MSG_NOSIGNAL);
+      }).detach();
+    }
+  }
+
+  UniqueFd listener_;
+  uint16_t port_ = 0;
+  std::atomic<int> connections_{0};
+  std::thread thread_;
+};
+
+// What a sandbox's network namespace provides: capture sockets (as the launcher's child binds
+// them) and client sockets created inside it, for the test to play the workload.
+struct SandboxSockets {
+  std::vector<UniqueFd> tcp_listeners;  // one per requested port, [::]:port dual-stack
+  UniqueFd udp4;                        // 0.0.0.0:53
+  UniqueFd udp6;                        // [::]:53, IPV6_V6ONLY
+  std::vector<UniqueFd> tcp_clients;    // AF_INET, unconnected
+  UniqueFd udp_client;                  // AF_INET, unconnected
+};
+
+constexpr int kTcpClients = 8;
+
+// In the forked child only (async-signal-safe calls): `ip` configures the namespace.
+int RunInChild(const char* const argv[]) {
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execv(argv[0], const_cast<char* const*>(argv));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int BoundSocket(int family, int type, uint16_t port, bool v6only) {
+  const int fd = socket(family, type | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  const int one = 1, zero = 0;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (family == AF_INET6) {
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, v6only ? &one : &zero, sizeof(int));
+    sockaddr_in6 address{};
+    address.sin6_family = AF_INET6;
+    address.sin6_port = htons(port);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) return -1;
+  } else {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) return -1;
+  }
+  if (type == SOCK_STREAM && listen(fd, 64) != 0) return -1;
+  return fd;
+}
+
+// Forks a child that enters a new network namespace, brings lo up with the local default
+// routes (v4 and v6), binds the sockets and sends them back. Needs root (CAP_SYS_ADMIN).
+bool MakeSandboxSockets(const std::vector<uint16_t>& tcp_ports, SandboxSockets& out) {
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return false;
+  UniqueFd parent_end(pair[0]), child_end(pair[1]);
+  static const char* const kLoUp[] = {"/usr/sbin/ip", "link", "set", "lo", "up", nullptr};
+  static const char* const kRoute4[] = {"/usr/sbin/ip", "route", "add",   "local", "0.0.0.0/0",
+                                        "dev",          "lo",    "table", "local", nullptr};
+  static const char* const kRoute6[] = {"/usr/sbin/ip", "-6", "route", "add",   "local", "::/0",
+                                        "dev",          "lo", "table", "local", nullptr};
+  const size_t count = tcp_ports.size() + 2 + kTcpClients + 1;
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * count));
+  // One message, filled by the child and read into by the parent, each in its own copy.
+  char byte = 0;
+  iovec iov{&byte, 1};
+  msghdr message{};
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  message.msg_control = control.data();
+  message.msg_controllen = control.size();
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    if (unshare(CLONE_NEWNET) != 0 || RunInChild(kLoUp) != 0 || RunInChild(kRoute4) != 0 ||
+        RunInChild(kRoute6) != 0) {
+      _exit(1);
+    }
+    int fds[64];
+    size_t n = 0;
+    for (uint16_t port : tcp_ports) fds[n++] = BoundSocket(AF_INET6, SOCK_STREAM, port, false);
+    fds[n++] = BoundSocket(AF_INET, SOCK_DGRAM, 53, false);
+    fds[n++] = BoundSocket(AF_INET6, SOCK_DGRAM, 53, true);
+    for (int i = 0; i < kTcpClients; ++i) fds[n++] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    fds[n++] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    for (size_t i = 0; i < n; ++i) {
+      if (fds[i] < 0) _exit(2);
+    }
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&message);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * n);
+    std::memcpy(CMSG_DATA(cmsg), fds, sizeof(int) * n);
+    _exit(sendmsg(child_end.get(), &message, 0) == 1 ? 0 : 3);
+  }
+  child_end.reset();
+  const ssize_t got = recvmsg(parent_end.get(), &message, MSG_CMSG_CLOEXEC);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&message);
+  if (got != 1 || cmsg == nullptr || cmsg->cmsg_len != CMSG_LEN(sizeof(int) * count)) return false;
+  std::vector<int> fds(count);
+  std::memcpy(fds.data(), CMSG_DATA(cmsg), sizeof(int) * count);
+  size_t at = 0;
+  for (size_t i = 0; i < tcp_ports.size(); ++i) out.tcp_listeners.emplace_back(fds[at++]);
+  out.udp4 = UniqueFd(fds[at++]);
+  out.udp6 = UniqueFd(fds[at++]);
+  for (int i = 0; i < kTcpClients; ++i) out.tcp_clients.emplace_back(fds[at++]);
+  out.udp_client = UniqueFd(fds[at++]);
+  return true;
+}
+
+// One DNS query from the sandbox's side to 127.0.0.1:53; the answer's bytes.
+std::vector<uint8_t> AskDns(int udp, const std::string& name, uint16_t qtype, uint16_t id) {
+  std::vector<uint8_t> query = {
+      static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id), 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+  std::stringstream labels(name);
+  std::string label;
+  while (std::getline(labels, label, '.')) {
+    query.push_back(static_cast<uint8_t>(label.size()));
+    query.insert(query.end(), label.begin(), label.end());
+  }
+  query.insert(query.end(),
+               {0, static_cast<uint8_t>(qtype >> 8), static_cast<uint8_t>(qtype), 0, 1});
+  sockaddr_in server{};
+  server.sin_family = AF_INET;
+  server.sin_port = htons(53);
+  server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(sendto(udp, query.data(), query.size(), 0, reinterpret_cast<sockaddr*>(&server),
+                   sizeof(server)),
+            static_cast<ssize_t>(query.size()));
+  pollfd wait{udp, POLLIN, 0};
+  if (poll(&wait, 1, 5000) != 1) return {};
+  std::vector<uint8_t> answer(512);
+  sockaddr_in from{};
+  socklen_t from_length = sizeof(from);
+  const ssize_t got = recvfrom(udp, answer.data(), answer.size(), 0,
+                               reinterpret_cast<sockaddr*>(&from), &from_length);
+  answer.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  EXPECT_EQ(from.sin_addr.s_addr, htonl(INADDR_LOOPBACK));  // from the address asked
+  return answer;
+}
+
+// Connects a sandbox-side client to `ip:port`, sends `request`, half-closes if asked, and
+// reads until end of stream or error; returns what was read, `error` the read's errno.
+std::string Exchange(int fd, const std::string& ip, uint16_t port, const std::string& request,
+                     bool half_close, int& error) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  inet_pton(AF_INET, ip.c_str(), &address.sin_addr);
+  error = 0;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    error = errno;
+    return "";
+  }
+  timeval timeout{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  // A reset can come before the request is sent: the first call to see it reports it.
+  if (!request.empty() && send(fd, request.data(), request.size(), MSG_NOSIGNAL) < 0) {
+    error = errno;
+    return "";
+  }
+  if (half_close && shutdown(fd, SHUT_WR) != 0) {
+    error = errno;
+    return "";
+  }
+  std::string received;
+  char buffer[4096];
+  while (true) {
+    const ssize_t got = recv(fd, buffer, sizeof(buffer), 0);
+    if (got < 0) {
+      error = errno;
+      break;
+    }
+    if (got == 0) break;
+    received.append(buffer, static_cast<size_t>(got));
+  }
+  return received;
+}
+
+std::string ProcStatusField(pid_t pid, const std::string& field) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(field + ":", 0) == 0) {
+      std::string value = line.substr(field.size() + 1);
+      value.erase(0, value.find_first_not_of(" \t"));
+      return value;
+    }
+  }
+  return "";
+}
+
+std::vector<json> ReadAuditLog(const std::string& path) {
+  std::ifstream file(path);
+  std::vector<json> records;
+  std::string line;
+  while (std::getline(file, line)) {
+    try {
+      records.push_back(json::parse(line));
+    } catch (const json::exception& error) {
+      ADD_FAILURE() << "not JSON: " << line;
+    }
+  }
+  return records;
+}
+
+class NetdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to create the test's network namespace";
+    log_path_ = ::testing::TempDir() + "netd-audit-" + std::to_string(getpid()) + ".jsonl";
+    unlink(log_path_.c_str());
+    log_ = UniqueFd(open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    ASSERT_TRUE(log_);
+    // "localhost" resolves (in the host's /etc/hosts) to 127.0.0.1, an internal address that
+    // allow_private opens for the upstream's port only.
+    allowlist_.allow = {Rule("localhost:80," + std::to_string(upstream_.port())),
+                        Rule("nonexistent.sbx.invalid:" + std::to_string(upstream_.port())),
+                        Rule("uploads.sbx.test")};
+    allowlist_.deny = {Rule("uploads.sbx.test:*")};  // deny wins, on every port
+    allowlist_.allow_private = {Rule("127.0.0.0/8:" + std::to_string(upstream_.port()))};
+  }
+  void TearDown() override {
+    if (!log_path_.empty()) unlink(log_path_.c_str());
+  }
+
+  // Starts netd and hands it the namespace's capture sockets (TCP: port 80 and the upstream's).
+  std::unique_ptr<NetworkHelper> StartServing() {
+    EXPECT_TRUE(MakeSandboxSockets({80, upstream_.port()}, sandbox_));
+    auto helper = StartNetworkHelper(SBX_NETD_BINARY, "run-test", allowlist_, log_.get());
+    EXPECT_TRUE(helper) << (helper ? "" : helper.error().message);
+    if (!helper) return nullptr;
+    std::vector<CaptureSocketSpec> captures = {
+        {CaptureSocketSpec::Proto::kTcp, 80, sandbox_.tcp_listeners[0].get()},
+        {CaptureSocketSpec::Proto::kTcp, upstream_.port(), sandbox_.tcp_listeners[1].get()},
+        {CaptureSocketSpec::Proto::kUdp, 53, sandbox_.udp4.get()},
+        {CaptureSocketSpec::Proto::kUdp, 53, sandbox_.udp6.get()}};
+    auto serving = (*helper)->SendCaptureSockets(captures);
+    EXPECT_TRUE(serving) << (serving ? "" : serving.error().message);
+    // The runner's copies are closed: netd holds the only ones.
+    sandbox_.tcp_listeners.clear();
+    sandbox_.udp4.reset();
+    sandbox_.udp6.reset();
+    return std::move(*helper);
+  }
+
+  // The fake address netd's DNS hands out for `name` ("" when it answers no address).
+  std::string FakeAddressOf(const std::string& name) {
+    const auto answer = AskDns(sandbox_.udp_client.get(), name, 1, 0x4242);
+    if (answer.size() < 16 || (answer[3] & 0x0f) != 0 || answer[7] != 1) return "";
+    char text[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, answer.data() + answer.size() - 4, text, sizeof(text));
+    return text;
+  }
+
+  UpstreamServer upstream_;
+  NetworkAllowlist allowlist_;
+  SandboxSockets sandbox_;
+  std::string log_path_;
+  UniqueFd log_;
+};
+
+TEST_F(NetdTest, ServesDnsRelaysAllowedConnectionsDeniesOthersAndSummarizes) {
+  auto helper = StartServing();
+  ASSERT_TRUE(helper);
+
+  // DNS: an allowed name gets a fake address; AAAA gets NODATA; others NXDOMAIN.
+  const std::string fake = FakeAddressOf("localhost");
+  ASSERT_EQ(fake.rfind("198.1", 0), 0u) << fake;
+  EXPECT_EQ(FakeAddressOf("LOCALHOST."), fake);
+  const auto aaaa = AskDns(sandbox_.udp_client.get(), "localhost", 28, 7);
+  ASSERT_GE(aaaa.size(), 12u);
+  EXPECT_EQ(aaaa[3] & 0x0f, 0);
+  EXPECT_EQ(aaaa[7], 0);
+  const auto evil = AskDns(sandbox_.udp_client.get(), "x9f2.evil.test", 1, 8);
+  ASSERT_GE(evil.size(), 12u);
+  EXPECT_EQ(evil[3] & 0x0f, 3);  // NXDOMAIN
+  EXPECT_EQ(FakeAddressOf("uploads.sbx.test"), "");
+
+  // An allowed connection to the fake address: relayed both ways, half-close included.
+  int error = 0;
+  EXPECT_EQ(Exchange(sandbox_.tcp_clients[0].get(), fake, upstream_.port(), "hello", true, error),
+            "echo:hello");
+  EXPECT_EQ(error, 0);
+  EXPECT_EQ(upstream_.connections(), 1);
+
+  // An IP literal no rule allows: reset, the upstream never reached.
+  Exchange(sandbox_.tcp_clients[1].get(), "203.0.113.7", upstream_.port(), "x", false, error);
+  EXPECT_EQ(error, ECONNRESET);
+  // The sandbox's own loopback as a destination is refused outright.
+  Exchange(sandbox_.tcp_clients[2].get(), "127.0.0.1", upstream_.port(), "x", false, error);
+  EXPECT_EQ(error, ECONNRESET);
+  // A fake address never handed out.
+  Exchange(sandbox_.tcp_clients[3].get(), "198.18.0.1", upstream_.port(), "x", false, error);
+  EXPECT_EQ(error, ECONNRESET);
+  EXPECT_EQ(upstream_.connections(), 1);
+
+  // Plain HTTP on port 80 whose Host is not the fake address's name: a 403 page.
+  const std::string page = Exchange(sandbox_.tcp_clients[4].get(), fake, 80,
+                                    "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n", false, error);
+  EXPECT_EQ(page.rfind("HTTP/1.1 403 Forbidden\r\n", 0), 0u) << page;
+  EXPECT_NE(page.find("blocked by sbx network policy: host_mismatch"), std::string::npos) << page;
+
+  // An allowed name the host cannot resolve.
+  const std::string unresolvable = FakeAddressOf("nonexistent.sbx.invalid");
+  ASSERT_FALSE(unresolvable.empty());
+  Exchange(sandbox_.tcp_clients[5].get(), unresolvable, upstream_.port(), "x", false, error);
+  EXPECT_EQ(error, ECONNRESET);
+
+  // The helper runs unprivileged and confined.
+  EXPECT_EQ(ProcStatusField(helper->pid(), "Uid"), "65534\t65534\t65534\t65534");
+  EXPECT_EQ(ProcStatusField(helper->pid(), "Gid"), "65534\t65534\t65534\t65534");
+  EXPECT_EQ(ProcStatusField(helper->pid(), "Groups"), "");
+  EXPECT_EQ(ProcStatusField(helper->pid(), "CapEff"), "0000000000000000");
+  EXPECT_EQ(ProcStatusField(helper->pid(), "CapPrm"), "0000000000000000");
+  EXPECT_EQ(ProcStatusField(helper->pid(), "CapBnd"), "0000000000000000");
+  EXPECT_EQ(ProcStatusField(helper->pid(), "NoNewPrivs"), "1");
+  EXPECT_EQ(ProcStatusField(helper->pid(), "Seccomp"), "2");
+
+  auto summary = helper->Stop();
+  ASSERT_TRUE(summary) << summary.error().message;
+  EXPECT_TRUE(WIFEXITED(helper->wait_status()) && WEXITSTATUS(helper->wait_status()) == 0)
+      << "wait status " << helper->wait_status();
+  EXPECT_EQ(summary->dns_queries, 6u);
+  EXPECT_EQ(summary->bytes_up, 5u);
+  EXPECT_EQ(summary->bytes_down, 10u);
+  EXPECT_EQ(summary->allowed, 5u);  // localhost A twice, AAAA, nonexistent A; one connection
+  EXPECT_EQ(summary->denied, 7u);
+  EXPECT_NE(std::find(summary->denied_names.begin(), summary->denied_names.end(), "x9f2.evil.test"),
+            summary->denied_names.end());
+
+  // The audit log: one JSON object per line, the fields of §4.8.
+  const auto records = ReadAuditLog(log_path_);
+  ASSERT_EQ(records.size(), 12u);  // 6 queries, 6 connections
+  for (size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(records[i]["v"], 1);
+    EXPECT_EQ(records[i]["run"], "run-test");
+    EXPECT_EQ(records[i]["seq"], i + 1);
+  }
+  auto find = [&](const std::string& ev, const std::string& key, const std::string& value) {
+    for (const json& record : records) {
+      if (record["ev"] == ev && record.contains(key) && record[key] == value) return record;
+    }
+    return json();
+  };
+  EXPECT_EQ(find("dns", "qname", "x9f2.evil.test")["reason"], "no_rule");
+  EXPECT_EQ(find("dns", "qname", "uploads.sbx.test")["reason"], "deny_rule");
+  const json relayed = find("conn", "end", "fin");
+  EXPECT_EQ(relayed["name"], "localhost");
+  EXPECT_EQ(relayed["name_src"], "fakeip");
+  EXPECT_EQ(relayed["upstream"], "127.0.0.1:" + std::to_string(upstream_.port()));
+  EXPECT_EQ(relayed["bytes_up"], 5);
+  EXPECT_EQ(relayed["bytes_down"], 10);
+  EXPECT_EQ(find("conn", "dst", "203.0.113.7:" + std::to_string(upstream_.port()))["reason"],
+            "no_rule");
+  EXPECT_EQ(find("conn", "dst", "198.18.0.1:" + std::to_string(upstream_.port()))["reason"],
+            "unmapped_fake_ip");
+  EXPECT_EQ(find("conn", "host", "evil.test")["reason"], "host_mismatch");
+  EXPECT_EQ(find("conn", "name", "nonexistent.sbx.invalid")["reason"], "resolve_failed");
+}
+
+TEST_F(NetdTest, LimitsConnectionsAndEgressBytes) {
+  allowlist_.limits.max_connections = 1;
+  allowlist_.limits.egress_bytes_max = 8;
+  auto helper = StartServing();
+  ASSERT_TRUE(helper);
+  const std::string fake = FakeAddressOf("localhost");
+  ASSERT_FALSE(fake.empty());
+
+  // A connection held open (no half-close) takes the one slot; a second one is reset.
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(upstream_.port());
+  inet_pton(AF_INET, fake.c_str(), &address.sin_addr);
+  ASSERT_EQ(connect(sandbox_.tcp_clients[0].get(), reinterpret_cast<sockaddr*>(&address),
+                    sizeof(address)),
+            0);
+  ASSERT_EQ(send(sandbox_.tcp_clients[0].get(), "hello", 5, MSG_NOSIGNAL), 5);
+  const timeval timeout{30, 0};
+  setsockopt(sandbox_.tcp_clients[0].get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  for (int i = 0; i < 50 && upstream_.connections() < 1; ++i) usleep(20'000);
+  int error = 0;
+  Exchange(sandbox_.tcp_clients[1].get(), fake, upstream_.port(), "x", true, error);
+  EXPECT_EQ(error, ECONNRESET);
+  // The held connection ends normally: its 5 bytes were within the 8 allowed.
+  shutdown(sandbox_.tcp_clients[0].get(), SHUT_WR);
+  char buffer[64];
+  EXPECT_EQ(recv(sandbox_.tcp_clients[0].get(), buffer, sizeof(buffer), MSG_WAITALL), 10);
+
+  // 5 + 10 bytes would exceed egress_bytes_max: the connection is cut.
+  Exchange(sandbox_.tcp_clients[2].get(), fake, upstream_.port(), "0123456789", true, error);
+  EXPECT_EQ(error, ECONNRESET);
+
+  auto summary = helper->Stop();
+  ASSERT_TRUE(summary);
+  EXPECT_TRUE(WIFEXITED(helper->wait_status()) && WEXITSTATUS(helper->wait_status()) == 0)
+      << "wait status " << helper->wait_status();
+  EXPECT_EQ(summary->bytes_up, 5u);
+  const auto records = ReadAuditLog(log_path_);
+  bool limited_connections = false, limited_bytes = false;
+  for (const json& record : records) {
+    limited_connections = limited_connections || record.value("reason", "") == "limit_connections";
+    limited_bytes = limited_bytes || record.value("end", "") == "limit_bytes";
+  }
+  EXPECT_TRUE(limited_connections);
+  EXPECT_TRUE(limited_bytes);
+}
+
+TEST_F(NetdTest, EndsWhenTheRunnerHangsUp) {
+  auto helper = StartServing();
+  ASSERT_TRUE(helper);
+  ASSERT_EQ(shutdown(helper->control_fd(), SHUT_RDWR), 0);
+  pollfd exited{helper->pidfd(), POLLIN, 0};
+  EXPECT_EQ(poll(&exited, 1, 5000), 1) << "sbx-netd still runs after its control socket closed";
+}
+
+TEST_F(NetdTest, ReportsAMissingBinary) {
+  auto helper = StartNetworkHelper("/nonexistent/sbx-netd", "run", allowlist_, -1);
+  ASSERT_FALSE(helper);
+  EXPECT_NE(helper.error().message.find("execve(/nonexistent/sbx-netd)"), std::string::npos)
+      << helper.error().message;
+}
+
+TEST_F(NetdTest, StopBeforeTheCaptureSocketsIsAProtocolError) {
+  auto helper = StartNetworkHelper(SBX_NETD_BINARY, "run", allowlist_, -1);
+  ASSERT_TRUE(helper) << helper.error().message;
+  auto summary = (*helper)->Stop();
+  ASSERT_FALSE(summary);
+  EXPECT_NE(summary.error().message.find("control: "), std::string::npos)
+      << summary.error().message;
+}
+
+}  // namespace
+}  // namespace sbx
