@@ -218,16 +218,5 @@ TEST(NetworkAllowlistJson, ParsingIsStrict) {
   }
 }
 
-TEST(PolicyNetwork, LauncherRefusesTheAllowlistUntilEnforcementLands) {
-  RunSpec spec;
-  spec.policy.network = NetworkMode::kAllowlist;
-  spec.argv = {"/bin/true"};
-  auto result = RunSandboxed(spec);
-  ASSERT_FALSE(result);
-  EXPECT_EQ(result.error().code, ErrorCode::kInvalidInput);
-  EXPECT_EQ(result.error().message,
-            "network allowlist: enforcement is not available in this build");
-}
-
 }  // namespace
 }  // namespace sbx
