@@ -1,6 +1,7 @@
 // Incremental reader of the network audit log; see network_log.h.
 #include "sandbox/network_log.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -42,7 +43,11 @@ NetworkLogDigest ReadNetworkLogSince(const std::string& path, uint64_t* offset) 
       ++digest.allowed;
     } else if (*decision == "deny") {
       ++digest.denied;
-      if (digest.denials.size() < NetworkLogDigest::kMaxDenials) digest.denials.push_back(DenialText(record));
+      // A lookup asks for A and AAAA: one line per distinct denial is what a reader needs.
+      std::string text = DenialText(record);
+      if (digest.denials.size() < NetworkLogDigest::kMaxDenials &&
+          std::find(digest.denials.begin(), digest.denials.end(), text) == digest.denials.end())
+        digest.denials.push_back(text);
     }
   }
   return digest;

@@ -12,7 +12,7 @@ namespace sbx {
 struct NetworkLogDigest {
   uint64_t allowed = 0;
   uint64_t denied = 0;
-  // "name-or-destination (reason)" for each denial, in log order, at most kMaxDenials.
+  // "name-or-destination (reason)" for each distinct denial, in log order, at most kMaxDenials.
   std::vector<std::string> denials;
   static constexpr size_t kMaxDenials = 20;
 };

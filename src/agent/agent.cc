@@ -120,11 +120,18 @@ const char* AgentEndName(AgentEnd end) {
   return "unknown";
 }
 
-std::string DefaultInstructions(AgentMode mode) {
+std::string DefaultInstructions(AgentMode mode, const std::vector<std::string>& network_allow) {
+  std::string network = "There is no network: do not try to install packages. ";
+  if (!network_allow.empty()) {
+    network = "The network reaches only these hosts (anything else is blocked by policy, which tool "
+              "results say):";
+    for (const std::string& rule : network_allow) network += " " + rule;
+    network += ". ";
+  }
   std::string text =
       "You are a careful data analyst with a Linux sandbox. Python 3 with numpy, pandas, "
       "matplotlib (Agg backend; figures left open are saved as PNG files) and scipy is installed; "
-      "bash and coreutils too. There is no network: do not try to install packages. Your working "
+      "bash and coreutils too. " + network + "Your working "
       "directory is the workspace, where the input files are and where outputs must be written. "
       "Look at the data before you analyse it, check your results, and keep printed output short.";
   if (mode == AgentMode::kTools) {
@@ -145,7 +152,7 @@ AgentResult RunAgent(llm::LlmClient& llm, AgentSession& session, const AgentConf
   request.model = config.model;
   if (config.mode == AgentMode::kTools) request.tools = AgentToolSpecs();
   request.messages.push_back(
-      {"system", config.instructions.empty() ? DefaultInstructions(config.mode) : config.instructions, {}, "", ""});
+      {"system", config.instructions.empty() ? DefaultInstructions(config.mode, config.network_allow) : config.instructions, {}, "", ""});
   request.messages.push_back({"user", TaskMessage(config), {}, "", ""});
   transcript.Add("start", {{"model", config.model},
                            {"mode", config.mode == AgentMode::kTools ? "tools" : "text"},

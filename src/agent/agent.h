@@ -30,6 +30,9 @@ struct AgentConfig {
   std::string instructions;                  // the system prompt; empty: DefaultInstructions()
   std::string task;
   std::vector<std::string> input_files;      // workspace paths staged for the task (named in the prompt)
+  // The network allowlist's rules as written ("pypi.org", "*.example.com:443"); empty: no
+  // network. DefaultInstructions() tells the model which it is.
+  std::vector<std::string> network_allow;
   std::vector<std::string> expected_outputs; // workspace paths or patterns to copy back
   std::string output_dir;                    // host directory for them; empty: none copied
   int max_turns = 25;
@@ -62,7 +65,7 @@ struct AgentSession {
   std::function<Result<CopyOutResult>(const std::vector<std::string>&, const std::string&)> copy_outputs;
 };
 
-std::string DefaultInstructions(AgentMode mode);
+std::string DefaultInstructions(AgentMode mode, const std::vector<std::string>& network_allow = {});
 
 AgentResult RunAgent(llm::LlmClient& llm, AgentSession& session, const AgentConfig& config,
                      Transcript& transcript);

@@ -70,7 +70,7 @@ std::vector<llm::ToolSpec> AgentToolSpecs() {
   return {
       {"run_python",
        "Run Python code in a persistent session (variables and imports are kept between calls). "
-       "numpy, pandas, matplotlib (Agg) and scipy are installed; there is no network. The value "
+       "numpy, pandas, matplotlib (Agg) and scipy are installed; the network is what the policy allows. The value "
        "of a last expression is returned; open matplotlib figures are saved as PNG files.",
        Schema({{"code", StringParam("the Python source to run")}}, {"code"})},
       {"run_shell", "Run a bash command in the sandbox's workspace (the working directory).",

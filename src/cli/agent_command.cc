@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -160,6 +161,8 @@ int RunAgentCommand(int argc, char** argv) {
     if (auto applied = ApplyPolicyFlag(flag, value, options.policy); !applied) return Refuse(applied.error().ToString());
   }
   if (auto valid = ValidatePolicy(options.policy); !valid) return Refuse(valid.error().ToString());
+  std::optional<NetworkAllowlist> policy_network_allowlist;  // told to the model
+  if (options.policy.network == NetworkMode::kAllowlist) policy_network_allowlist = options.policy.network_allowlist;
   std::vector<std::string> input_names;
   for (const std::string& input : flags.inputs) {
     if (auto added = AddInput(input, options, input_names); !added) return Refuse(added.error().message);
@@ -210,6 +213,9 @@ int RunAgentCommand(int argc, char** argv) {
   config.task = flags.task;
   config.instructions = flags.instructions;  // empty: the default, which says what the sandbox has
   config.input_files = input_names;
+  if (policy_network_allowlist) {
+    for (const auto& rule : policy_network_allowlist->allow) config.network_allow.push_back(rule.text);
+  }
   config.expected_outputs = flags.outputs;
   config.output_dir = out_dir;
   config.max_turns = flags.max_turns;

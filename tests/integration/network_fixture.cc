@@ -90,6 +90,7 @@ SandboxedRun NetworkAllowlist::Sandboxed(const nlohmann::json& network,
   SandboxedRun run;
   run.workspace = std::make_shared<ScratchDir>();
   const std::string workspace = run.workspace->path();
+  run.log_dir = std::make_shared<ScratchDir>();
   ScratchDir config;
   Copy(net_->probes_script(), workspace + "/probes.py");
   Copy(net_->ca_file(), workspace + "/ca.pem");
@@ -106,6 +107,7 @@ SandboxedRun NetworkAllowlist::Sandboxed(const nlohmann::json& network,
   // clang-format off
   std::vector<std::string> argv = {SBX_BINARY, "run", "--json", "--image", TestImage(),
                                    "--policy", policy_file, "--workspace", workspace,
+                                   "--network-log", run.log_dir->path() + "/network.jsonl",
                                    "--", "/usr/bin/python3", "/workspace/probes.py"};
   // clang-format on
   argv.insert(argv.end(), args.begin(), args.end());

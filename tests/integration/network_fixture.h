@@ -32,8 +32,9 @@ struct SandboxedRun : ProbeRun {
   bool ran = false;
   int exit_code = -1;
   nlohmann::json result;  // the whole --json object (null if sbx printed none)
-  // Kept until the run is dropped: the audit log might live in it.
   std::shared_ptr<ScratchDir> workspace;
+  // Holds the run's audit log (--network-log) until the run is dropped.
+  std::shared_ptr<ScratchDir> log_dir;
 };
 
 class NetworkAllowlist : public ::testing::Test {

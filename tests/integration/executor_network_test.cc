@@ -1,0 +1,61 @@
+// The executor under a network allowlist: each execution's result says what the policy
+// blocked during it (read from the session's audit log), so the agent can tell the model.
+// The traffic here never leaves the sandbox: the names are refused by the stub DNS.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "sandbox_fixture.h"
+#include "src/agent/agent_tools.h"
+#include "src/executor/executors.h"
+
+namespace sbx::executor {
+namespace {
+
+constexpr const char* kLookUp = R"(
+import socket
+try:
+    socket.getaddrinfo(NAME, 443)
+    print("resolved")
+except socket.gaierror as error:
+    print("gaierror", error.errno)
+)";
+
+std::string LookUp(const std::string& name) {
+  std::string code = kLookUp;
+  return code.replace(code.find("NAME"), 4, "'" + name + "'");
+}
+
+TEST(ExecutorNetwork, EachResultListsWhatThePolicyBlockedDuringIt) {
+  testing::ScratchDir logs;
+  ExecutorOptions options;
+  options.image_dir = testing::TestImage();
+  options.policy.network = NetworkMode::kAllowlist;
+  auto rule = ParseNetworkRule("allowed.example", "network.allow[0]");
+  ASSERT_TRUE(rule) << rule.error().ToString();
+  options.policy.network_allowlist.allow.push_back(*rule);
+  options.network_log_dir = logs.path();
+  auto executor = SessionExecutor::Create(std::move(options));
+  ASSERT_TRUE(executor) << executor.error().ToString();
+
+  auto blocked = (*executor)->Execute({{"python", LookUp("blocked.example")}});
+  ASSERT_TRUE(blocked) << blocked.error().ToString();
+  EXPECT_EQ(blocked->output, "gaierror -2\n");  // EAI_NONAME: the stub DNS said NXDOMAIN
+  ASSERT_EQ(blocked->network_blocked.size(), 1u);
+  EXPECT_EQ(blocked->network_blocked[0], "blocked.example (no_rule)");
+  EXPECT_EQ(blocked->network_log_path, logs.path() + "/network-1.jsonl");
+  EXPECT_NE(agent::DescribeResult(*blocked, 4096).find("[blocked by the sandbox's network policy, not an outage] "
+                                                       "blocked.example (no_rule)"),
+            std::string::npos);
+
+  // The next execution reports only its own: an allowed name gets a (fake) answer.
+  auto allowed = (*executor)->Execute({{"python", LookUp("allowed.example")}});
+  ASSERT_TRUE(allowed) << allowed.error().ToString();
+  EXPECT_EQ(allowed->output, "resolved\n");
+  EXPECT_TRUE(allowed->network_blocked.empty());
+  (*executor)->Close();
+}
+
+}  // namespace
+}  // namespace sbx::executor
