@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include "sandbox/network_helper_protocol.h"

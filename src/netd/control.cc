@@ -5,8 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <nlohmann/json.hpp>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "sandbox/network_helper_protocol.h"
 #include "sandbox/policy.h"

@@ -3,12 +3,13 @@
 // stop request is awaited on the io_context (ControlWatcher).
 #pragma once
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 
 #include "sandbox/error.h"
 #include "sandbox/network_rules.h"

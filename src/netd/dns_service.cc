@@ -72,6 +72,12 @@ Result<void> DnsService::Start(UniqueFd fd) {
   const int rc = v6_ ? setsockopt(fd.get(), IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one))
                      : setsockopt(fd.get(), IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
   if (rc != 0) return SysError(ErrorCode::kSetupFailed, "dns: setsockopt(PKTINFO)");
+  // An IPv6 source given by IPV6_PKTINFO must be an interface's address (EINVAL otherwise),
+  // and a local route does not make one; IP_FREEBIND (shared by both families) lifts that
+  // check. IPv4 accepts any address its local route covers.
+  if (v6_ && setsockopt(fd.get(), IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) != 0) {
+    return SysError(ErrorCode::kSetupFailed, "dns: setsockopt(IP_FREEBIND)");
+  }
   boost::system::error_code ec;
   socket_.assign(v6_ ? boost::asio::ip::udp::v6() : boost::asio::ip::udp::v4(), fd.get(), ec);
   if (ec) return MakeError(ErrorCode::kSetupFailed, "dns: " + ec.message());

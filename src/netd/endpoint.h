@@ -3,10 +3,11 @@
 
 #include <sys/socket.h>
 
-#include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include <boost/asio/ip/tcp.hpp>
 
 #include "sandbox/network_rules.h"
 

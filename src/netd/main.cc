@@ -4,10 +4,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <boost/asio/io_context.hpp>
 #include <cstdio>
 #include <exception>
 #include <memory>
+
+#include <boost/asio/io_context.hpp>
 
 #include "sandbox/network_helper_protocol.h"
 #include "src/netd/control.h"

@@ -11,13 +11,14 @@
 // Bytes are counted into the run's counters as they are relayed.
 #pragma once
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "src/netd/netd_context.h"
 

@@ -2,6 +2,7 @@
 #include "src/netd/tcp_connection.h"
 
 #include <algorithm>
+
 #include <boost/asio/write.hpp>
 
 namespace sbx::netd {

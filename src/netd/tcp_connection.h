@@ -5,13 +5,14 @@
 // can tell a block from an outage) and the connection's single audit record is written.
 #pragma once
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "src/netd/connection_decision.h"
 #include "src/netd/endpoint.h"

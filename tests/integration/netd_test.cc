@@ -2,6 +2,8 @@
 // a fresh network namespace with the sandbox's local default route (as the launcher will bind
 // them): stub DNS, fake-address connections relayed to an upstream on the host's loopback,
 // denials, the audit log, the summary, limits, and the helper's own confinement.
+#include "sandbox/network_helper.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -15,13 +17,13 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "sandbox/network_helper.h"
+#include <nlohmann/json.hpp>
+
 #include "sandbox/unique_fd.h"
 
 namespace sbx {
@@ -92,6 +94,7 @@ struct SandboxSockets {
   UniqueFd udp6;                        // [::]:53, IPV6_V6ONLY
   std::vector<UniqueFd> tcp_clients;    // AF_INET, unconnected
   UniqueFd udp_client;                  // AF_INET, unconnected
+  UniqueFd udp6_client;                 // AF_INET6, unconnected
 };
 
 constexpr int kTcpClients = 8;
@@ -145,7 +148,7 @@ bool MakeSandboxSockets(const std::vector<uint16_t>& tcp_ports, SandboxSockets& 
                                         "dev",          "lo",    "table", "local", nullptr};
   static const char* const kRoute6[] = {"/usr/sbin/ip", "-6", "route", "add",   "local", "::/0",
                                         "dev",          "lo", "table", "local", nullptr};
-  const size_t count = tcp_ports.size() + 2 + kTcpClients + 1;
+  const size_t count = tcp_ports.size() + 2 + kTcpClients + 2;
   std::vector<char> control(CMSG_SPACE(sizeof(int) * count));
   // One message, filled by the child and read into by the parent, each in its own copy.
   char byte = 0;
@@ -169,6 +172,7 @@ bool MakeSandboxSockets(const std::vector<uint16_t>& tcp_ports, SandboxSockets& 
     fds[n++] = BoundSocket(AF_INET6, SOCK_DGRAM, 53, true);
     for (int i = 0; i < kTcpClients; ++i) fds[n++] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     fds[n++] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    fds[n++] = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     for (size_t i = 0; i < n; ++i) {
       if (fds[i] < 0) _exit(2);
     }
@@ -193,11 +197,14 @@ bool MakeSandboxSockets(const std::vector<uint16_t>& tcp_ports, SandboxSockets& 
   out.udp6 = UniqueFd(fds[at++]);
   for (int i = 0; i < kTcpClients; ++i) out.tcp_clients.emplace_back(fds[at++]);
   out.udp_client = UniqueFd(fds[at++]);
+  out.udp6_client = UniqueFd(fds[at++]);
   return true;
 }
 
-// One DNS query from the sandbox's side to 127.0.0.1:53; the answer's bytes.
-std::vector<uint8_t> AskDns(int udp, const std::string& name, uint16_t qtype, uint16_t id) {
+// One DNS query from the sandbox's side to `server`:53; the answer's bytes. The answer must
+// come from the address asked (netd replies with the query's destination as its source).
+std::vector<uint8_t> AskDns(int udp, const std::string& name, uint16_t qtype, uint16_t id,
+                            const std::string& server = "127.0.0.1") {
   std::vector<uint8_t> query = {
       static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id), 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0};
   std::stringstream labels(name);
@@ -208,22 +215,33 @@ std::vector<uint8_t> AskDns(int udp, const std::string& name, uint16_t qtype, ui
   }
   query.insert(query.end(),
                {0, static_cast<uint8_t>(qtype >> 8), static_cast<uint8_t>(qtype), 0, 1});
-  sockaddr_in server{};
-  server.sin_family = AF_INET;
-  server.sin_port = htons(53);
-  server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(sendto(udp, query.data(), query.size(), 0, reinterpret_cast<sockaddr*>(&server),
-                   sizeof(server)),
+  sockaddr_storage to{};
+  socklen_t to_length;
+  if (server.find(':') != std::string::npos) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&to);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(53);
+    inet_pton(AF_INET6, server.c_str(), &in6->sin6_addr);
+    to_length = sizeof(sockaddr_in6);
+  } else {
+    auto* in = reinterpret_cast<sockaddr_in*>(&to);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(53);
+    inet_pton(AF_INET, server.c_str(), &in->sin_addr);
+    to_length = sizeof(sockaddr_in);
+  }
+  EXPECT_EQ(sendto(udp, query.data(), query.size(), 0, reinterpret_cast<sockaddr*>(&to), to_length),
             static_cast<ssize_t>(query.size()));
   pollfd wait{udp, POLLIN, 0};
   if (poll(&wait, 1, 5000) != 1) return {};
   std::vector<uint8_t> answer(512);
-  sockaddr_in from{};
+  sockaddr_storage from{};
   socklen_t from_length = sizeof(from);
   const ssize_t got = recvfrom(udp, answer.data(), answer.size(), 0,
                                reinterpret_cast<sockaddr*>(&from), &from_length);
   answer.resize(got > 0 ? static_cast<size_t>(got) : 0);
-  EXPECT_EQ(from.sin_addr.s_addr, htonl(INADDR_LOOPBACK));  // from the address asked
+  EXPECT_EQ(from_length, to_length);
+  EXPECT_EQ(std::memcmp(&from, &to, to_length), 0) << "answer not from " << server;
   return answer;
 }
 
@@ -360,6 +378,10 @@ TEST_F(NetdTest, ServesDnsRelaysAllowedConnectionsDeniesOthersAndSummarizes) {
   ASSERT_GE(aaaa.size(), 12u);
   EXPECT_EQ(aaaa[3] & 0x0f, 0);
   EXPECT_EQ(aaaa[7], 0);
+  // Any resolver address reaches the stub (the local default routes), on the socket of its
+  // family, and the answer comes back from that address.
+  EXPECT_GE(AskDns(sandbox_.udp_client.get(), "localhost", 1, 9, "8.8.8.8").size(), 16u);
+  EXPECT_GE(AskDns(sandbox_.udp6_client.get(), "localhost", 1, 10, "2001:db8::53").size(), 16u);
   const auto evil = AskDns(sandbox_.udp_client.get(), "x9f2.evil.test", 1, 8);
   ASSERT_GE(evil.size(), 12u);
   EXPECT_EQ(evil[3] & 0x0f, 3);  // NXDOMAIN
@@ -409,17 +431,17 @@ TEST_F(NetdTest, ServesDnsRelaysAllowedConnectionsDeniesOthersAndSummarizes) {
   ASSERT_TRUE(summary) << summary.error().message;
   EXPECT_TRUE(WIFEXITED(helper->wait_status()) && WEXITSTATUS(helper->wait_status()) == 0)
       << "wait status " << helper->wait_status();
-  EXPECT_EQ(summary->dns_queries, 6u);
+  EXPECT_EQ(summary->dns_queries, 8u);
   EXPECT_EQ(summary->bytes_up, 5u);
   EXPECT_EQ(summary->bytes_down, 10u);
-  EXPECT_EQ(summary->allowed, 5u);  // localhost A twice, AAAA, nonexistent A; one connection
+  EXPECT_EQ(summary->allowed, 7u);  // localhost A 4 times, AAAA, nonexistent A; one connection
   EXPECT_EQ(summary->denied, 7u);
   EXPECT_NE(std::find(summary->denied_names.begin(), summary->denied_names.end(), "x9f2.evil.test"),
             summary->denied_names.end());
 
   // The audit log: one JSON object per line, the fields of §4.8.
   const auto records = ReadAuditLog(log_path_);
-  ASSERT_EQ(records.size(), 12u);  // 6 queries, 6 connections
+  ASSERT_EQ(records.size(), 14u);  // 8 queries, 6 connections
   for (size_t i = 0; i < records.size(); ++i) {
     EXPECT_EQ(records[i]["v"], 1);
     EXPECT_EQ(records[i]["run"], "run-test");
@@ -449,7 +471,7 @@ TEST_F(NetdTest, ServesDnsRelaysAllowedConnectionsDeniesOthersAndSummarizes) {
 
 TEST_F(NetdTest, LimitsConnectionsAndEgressBytes) {
   allowlist_.limits.max_connections = 1;
-  allowlist_.limits.egress_bytes_max = 8;
+  allowlist_.limits.egress_bytes_max = 1024;  // the smallest a policy may set
   auto helper = StartServing();
   ASSERT_TRUE(helper);
   const std::string fake = FakeAddressOf("localhost");
@@ -463,27 +485,29 @@ TEST_F(NetdTest, LimitsConnectionsAndEgressBytes) {
   ASSERT_EQ(connect(sandbox_.tcp_clients[0].get(), reinterpret_cast<sockaddr*>(&address),
                     sizeof(address)),
             0);
-  ASSERT_EQ(send(sandbox_.tcp_clients[0].get(), "hello", 5, MSG_NOSIGNAL), 5);
+  const std::string first(1000, 'a');
+  ASSERT_EQ(send(sandbox_.tcp_clients[0].get(), first.data(), first.size(), MSG_NOSIGNAL), 1000);
   const timeval timeout{30, 0};
   setsockopt(sandbox_.tcp_clients[0].get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   for (int i = 0; i < 50 && upstream_.connections() < 1; ++i) usleep(20'000);
   int error = 0;
   Exchange(sandbox_.tcp_clients[1].get(), fake, upstream_.port(), "x", true, error);
   EXPECT_EQ(error, ECONNRESET);
-  // The held connection ends normally: its 5 bytes were within the 8 allowed.
+  // The held connection ends normally: its 1000 bytes were within the 1024 allowed.
   shutdown(sandbox_.tcp_clients[0].get(), SHUT_WR);
-  char buffer[64];
-  EXPECT_EQ(recv(sandbox_.tcp_clients[0].get(), buffer, sizeof(buffer), MSG_WAITALL), 10);
+  char buffer[2048];
+  EXPECT_EQ(recv(sandbox_.tcp_clients[0].get(), buffer, sizeof(buffer), MSG_WAITALL), 1005);
 
-  // 5 + 10 bytes would exceed egress_bytes_max: the connection is cut.
-  Exchange(sandbox_.tcp_clients[2].get(), fake, upstream_.port(), "0123456789", true, error);
+  // 1000 + 100 bytes would exceed egress_bytes_max: the connection is cut.
+  Exchange(sandbox_.tcp_clients[2].get(), fake, upstream_.port(), std::string(100, 'b'), true,
+           error);
   EXPECT_EQ(error, ECONNRESET);
 
   auto summary = helper->Stop();
   ASSERT_TRUE(summary);
   EXPECT_TRUE(WIFEXITED(helper->wait_status()) && WEXITSTATUS(helper->wait_status()) == 0)
       << "wait status " << helper->wait_status();
-  EXPECT_EQ(summary->bytes_up, 5u);
+  EXPECT_EQ(summary->bytes_up, 1000u);
   const auto records = ReadAuditLog(log_path_);
   bool limited_connections = false, limited_bytes = false;
   for (const json& record : records) {

@@ -1,14 +1,15 @@
 // Unit tests for sbx-netd's JSON-lines audit log.
+#include "src/netd/audit_log.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-#include <regex>
+#include <cctype>
 #include <string>
 #include <vector>
 
-#include "src/netd/audit_log.h"
+#include <nlohmann/json.hpp>
 
 namespace sbx::netd {
 namespace {
@@ -29,6 +30,17 @@ std::vector<std::string> Lines(int fd) {
     at = end + 1;
   }
   return lines;
+}
+
+// "2026-11-29T18:30:01.123Z". (No std::regex: GCC 12 warns inside it under ASan.)
+bool IsUtcMillisecondTimestamp(const std::string& text) {
+  const std::string shape = "dddd-dd-ddTdd:dd:dd.dddZ";
+  if (text.size() != shape.size()) return false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 'd' ? !std::isdigit(static_cast<unsigned char>(text[i])) : text[i] != shape[i])
+      return false;
+  }
+  return true;
 }
 
 class AuditLogTest : public ::testing::Test {
@@ -66,8 +78,7 @@ TEST_F(AuditLogTest, DnsAndConnRecordsCarryTheCommonFields) {
   ASSERT_EQ(lines.size(), 3u);
   const auto dns = nlohmann::json::parse(lines[0]);
   EXPECT_EQ(lines[0].rfind(R"({"v":1,"run":"r7f3a","seq":1,"ts":")", 0), 0u) << lines[0];
-  EXPECT_TRUE(std::regex_match(dns["ts"].get<std::string>(),
-                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
+  EXPECT_TRUE(IsUtcMillisecondTimestamp(dns["ts"].get<std::string>())) << dns["ts"];
   EXPECT_EQ(dns["ev"], "dns");
   EXPECT_EQ(dns["qname"], "pypi.org");
   EXPECT_EQ(dns["qtype"], "A");

@@ -1,11 +1,12 @@
 // Unit tests for sbx-netd's per-connection decision (network-design §4.5), with fake-address
 // destinations that only a sandbox's network namespace could produce for real.
+#include "src/netd/connection_decision.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "src/netd/connection_decision.h"
 #include "src/netd/endpoint.h"
 
 namespace sbx::netd {

@@ -1,10 +1,11 @@
 // Unit tests for sbx-netd's parsing of the runner's messages and its summary message.
+#include "src/netd/control.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "sandbox/policy.h"
-#include "src/netd/control.h"
 
 namespace sbx::netd {
 namespace {

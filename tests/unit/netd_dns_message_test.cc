@@ -1,10 +1,10 @@
 // Unit tests for sbx-netd's DNS query parser and answer builders.
+#include "src/netd/dns_message.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
-
-#include "src/netd/dns_message.h"
 
 namespace sbx::netd {
 namespace {

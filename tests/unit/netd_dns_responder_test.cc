@@ -1,11 +1,12 @@
 // Unit tests for sbx-netd's stub DNS answers: from policy, never forwarded.
+#include "src/netd/dns_responder.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "src/netd/dns_message.h"
-#include "src/netd/dns_responder.h"
 
 namespace sbx::netd {
 namespace {

@@ -1,11 +1,11 @@
 // Unit tests for sbx-netd's fake-address pool.
+#include "src/netd/fake_ip_pool.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 #include <string>
-
-#include "src/netd/fake_ip_pool.h"
 
 namespace sbx::netd {
 namespace {

@@ -1,9 +1,9 @@
 // Unit tests for sbx-netd's HTTP/1.x Host reader.
+#include "src/netd/http_head.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "src/netd/http_head.h"
 
 namespace sbx::netd {
 namespace {

@@ -1,11 +1,12 @@
 // Unit tests for sbx-netd's ClientHello SNI reader and the first-bytes reader around it.
+#include "src/netd/tls_client_hello.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "src/netd/first_bytes.h"
-#include "src/netd/tls_client_hello.h"
 
 namespace sbx::netd {
 namespace {

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""The network allowlist's costs, measured in one run against direct connections.
+
+  python3 tools/net_bench.py [--sbx build/sbx] [--connections 200] [--megabytes 100] [--starts 20]
+
+A TCP server on this host's first non-loopback IPv4 address serves "N\\n" -> N bytes. The same
+client runs directly on the host and inside `sbx run --allow ADDRESS:PORT` (every connection
+captured in the sandbox's namespace and relayed by sbx-netd). Printed: the median and p90 time
+per connection (connect, 1-byte request, 1-byte answer, close) and the added cost; throughput
+of one bulk download; and the start-up of `sbx run -- /bin/true` with and without an
+allowlist, alternated. Medians, not means: this machine is shared.
+"""
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CLIENT = r'''
+import json, socket, sys, time
+host, port, count, megabytes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+def fetch(size):
+    s = socket.create_connection((host, port), timeout=30)
+    s.sendall(b"%d\n" % size)
+    got = 0
+    while True:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        got += len(chunk)
+    s.close()
+    return got
+per_connection = []
+for _ in range(count):
+    start = time.perf_counter()
+    assert fetch(1) == 1
+    per_connection.append((time.perf_counter() - start) * 1000)
+start = time.perf_counter()
+size = megabytes << 20
+assert fetch(size) == size
+seconds = time.perf_counter() - start
+print(json.dumps({"ms": per_connection, "mb_per_s": megabytes / seconds}))
+'''
+
+
+def host_address():
+    out = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True,
+                         text=True, check=True).stdout.split()
+    for i, word in enumerate(out):
+        if word == "inet":
+            return out[i + 1].split("/")[0]
+    sys.exit("net_bench: no non-loopback IPv4 address on this host to serve from")
+
+
+def serve(listener):
+    def answer(conn):
+        with conn:
+            line = b""
+            while not line.endswith(b"\n"):
+                chunk = conn.recv(64)
+                if not chunk:
+                    return
+                line += chunk
+            remaining = int(line)
+            block = b"x" * (1 << 20)
+            while remaining > 0:
+                sent = conn.send(block[:min(remaining, len(block))])
+                remaining -= sent
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+
+def median_p90(values):
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[int(len(ordered) * 0.9) - 1]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sbx", default=os.path.join(os.path.dirname(__file__), "..", "build", "sbx"))
+    parser.add_argument("--connections", type=int, default=200)
+    parser.add_argument("--megabytes", type=int, default=100)
+    parser.add_argument("--starts", type=int, default=20)
+    args = parser.parse_args()
+
+    address = host_address()
+    listener = socket.socket()
+    listener.bind((address, 0))
+    listener.listen(512)
+    port = listener.getsockname()[1]
+    threading.Thread(target=serve, args=(listener,), daemon=True).start()
+
+    with tempfile.TemporaryDirectory(prefix="sbx-net-bench-") as scratch:
+        client = os.path.join(scratch, "client.py")
+        with open(client, "w") as f:
+            f.write(CLIENT)
+        os.chmod(scratch, 0o755)
+        os.chmod(client, 0o644)
+        client_args = [address, str(port), str(args.connections), str(args.megabytes)]
+        direct = json.loads(subprocess.run([sys.executable, client] + client_args, capture_output=True,
+                                           text=True, check=True).stdout)
+        log = os.path.join(scratch, "network.jsonl")
+        sandboxed_run = subprocess.run(
+            [args.sbx, "run", "--json", "--timeout", "600", "--memory", "1G", "--allow", f"{address}:{port}",
+             "--network-log", log, "--stdin", client, "--", "python3", "-", *client_args],
+            capture_output=True, text=True)
+        result = json.loads(sandboxed_run.stdout)
+        if result["status"] != "exited" or result["exit_code"] != 0:
+            sys.exit(f"net_bench: the sandboxed client failed: {result['status']} {result['stderr'][-2000:]}")
+        sandboxed = json.loads(result["stdout"])
+
+        starts = {"none": [], "allowlist": []}
+        for _ in range(args.starts):
+            for mode in ("none", "allowlist"):
+                extra = ["--allow", f"{address}:{port}", "--network-log", os.path.join(scratch, f"s{time.monotonic_ns()}.jsonl")] \
+                    if mode == "allowlist" else []
+                start = time.perf_counter()
+                subprocess.run([args.sbx, "run", *extra, "--", "/bin/true"], check=True)
+                starts[mode].append((time.perf_counter() - start) * 1000)
+
+    d_med, d_p90 = median_p90(direct["ms"])
+    s_med, s_p90 = median_p90(sandboxed["ms"])
+    print(f"server {address}:{port}; {args.connections} sequential connections, one {args.megabytes} MB download")
+    print(f"{'':34}{'direct':>10}{'allowlist':>12}{'added':>10}{'ratio':>8}")
+    print(f"{'per connection, median (ms)':34}{d_med:10.3f}{s_med:12.3f}{s_med - d_med:10.3f}{s_med / d_med:8.2f}")
+    print(f"{'per connection, p90 (ms)':34}{d_p90:10.3f}{s_p90:12.3f}{s_p90 - d_p90:10.3f}{s_p90 / d_p90:8.2f}")
+    print(f"{'bulk download (MB/s)':34}{direct['mb_per_s']:10.0f}{sandboxed['mb_per_s']:12.0f}{'':10}"
+          f"{sandboxed['mb_per_s'] / direct['mb_per_s']:8.2f}")
+    n_med, a_med = statistics.median(starts["none"]), statistics.median(starts["allowlist"])
+    print(f"{'sbx run /bin/true, median (ms)':34}{n_med:10.2f}{a_med:12.2f}{a_med - n_med:10.2f}{a_med / n_med:8.2f}"
+          f"   (network none vs allowlist, {args.starts} each, alternated)")
+
+
+if __name__ == "__main__":
+    main()
