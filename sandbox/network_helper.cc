@@ -189,12 +189,17 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
   helper->pidfd_ = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   if (!helper->pidfd_) return SysError(ErrorCode::kUnavailable, "sbx-netd: pidfd_open");
   SBX_TRY(SendDatagram(helper->control_fd(), hello));
-  auto ready = ReceiveReply(helper->control_fd(), "ready");
-  if (!ready) return ready.error();
+  // "ready" is awaited in SendCaptureSockets: the helper starts while the runner builds the
+  // sandbox, instead of before it (a refused policy still fails the run before its program).
   return helper;
 }
 
 Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CaptureSocketSpec>& sockets) {
+  if (!ready_) {
+    auto ready = ReceiveReply(control_fd(), "ready");
+    if (!ready) return ready.error();
+    ready_ = true;
+  }
   size_t at = 0;
   do {
     const size_t count = std::min(kNetdMaxFdsPerMessage, sockets.size() - at);
@@ -216,6 +221,14 @@ Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CaptureSocketSp
 }
 
 Result<NetworkSummary> NetworkHelper::Stop() {
+  if (!ready_) {  // a run that ended before its capture sockets arrived
+    auto ready = ReceiveReply(control_fd(), "ready");
+    if (!ready) {
+      KillAndReap();
+      return ready.error();
+    }
+    ready_ = true;
+  }
   SBX_TRY(SendDatagram(control_fd(), json{{"stop", true}}.dump()));
   auto reply = ReceiveReply(control_fd(), "summary");
   if (!reply) {

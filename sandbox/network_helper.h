@@ -3,9 +3,9 @@
 // (sandbox/network_helper_protocol.h is the protocol, message by message).
 //
 // Usage, in the runner (the parent of the sandbox):
-//   1. `auto helper = StartNetworkHelper(NetworkHelperPath(), run_id, allowlist, audit_fd);`
-//      before cloning the sandbox child: forks and executes sbx-netd, sends the run's policy
-//      and waits for "ready" (a refused policy or a missing binary fails here).
+//   1. `auto helper = StartNetworkHelper(DefaultNetworkHelperPath(), run_id, allowlist, audit_fd);`
+//      before cloning the sandbox child: forks and executes sbx-netd and sends the run's
+//      policy (a missing binary fails here; a policy netd refuses fails at step 2).
 //   2. `helper->SendCaptureSockets(sockets)` with the sockets the child bound inside its
 //      network namespace; returns once netd serves them. The runner then closes its copies.
 //   3. While the run lasts, poll `control_fd()` (POLLIN/POLLHUP before Stop means netd died:
@@ -54,7 +54,8 @@ class NetworkHelper {
   NetworkHelper(const NetworkHelper&) = delete;
   NetworkHelper& operator=(const NetworkHelper&) = delete;
 
-  // Step 3 of the protocol, in batches of kNetdMaxFdsPerMessage; waits for "serving".
+  // Waits for "ready" (step 2) if it has not come yet, then step 3 of the protocol, in
+  // batches of kNetdMaxFdsPerMessage; waits for "serving".
   Result<void> SendCaptureSockets(const std::vector<CaptureSocketSpec>& sockets);
   // Step 5: "stop", then the summary; reaps the helper (killing it if it does not exit).
   Result<NetworkSummary> Stop();
@@ -77,6 +78,7 @@ class NetworkHelper {
   UniqueFd pidfd_;
   pid_t pid_ = -1;
   bool reaped_ = false;
+  bool ready_ = false;  // "ready" received (SendCaptureSockets waits for it first)
   int wait_status_ = -1;
 };
 
