@@ -118,6 +118,11 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   const Policy& policy = spec.policy;
   // 1. Validate everything before creating anything.
   SBX_TRY(ValidatePolicy(policy));
+  // The allowlist is enforced by sbx-netd, which this build does not start yet. Refused, never
+  // degraded to "host" or "none": the run must not look allowlisted when it is not.
+  if (policy.network == NetworkMode::kAllowlist) {
+    return InvalidInput("network allowlist: enforcement is not available in this build");
+  }
   SBX_TRY(ValidateArgv(spec.argv));
   auto image = OpenVerifiedImage(spec.image_dir);
   if (!image) return image.error();
@@ -187,7 +192,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   plan.stdout_fd = out_pipe->write.get();
   plan.stderr_fd = err_pipe->write.get();
   plan.root_mode = mapping->root_mode;
-  plan.set_up_loopback = policy.network == NetworkMode::kNone;
+  plan.set_up_loopback = policy.network != NetworkMode::kHost;
   plan.mounts = PrepareMountsInParent(image->path, image->fd.get(), run_workspace.path,
                                       run_workspace.fd.get(), policy.limits);
   if (spec.zygote_keeps_namespace_capabilities) {
@@ -207,7 +212,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
 
   // 4. The namespaces.
   uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
-  if (policy.network == NetworkMode::kNone) flags |= CLONE_NEWNET;
+  if (policy.network != NetworkMode::kHost) flags |= CLONE_NEWNET;  // only "host" shares it
   int pidfd_raw = -1;
   pid_t pid = CloneSandbox(flags, cgroup ? cgroup->CloneIntoFd() : -1, &pidfd_raw);
   if (pid < 0) {
@@ -290,7 +295,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
       {"user_namespace", "user_namespace"},
       {"pid_namespace", "pid_namespace"},
       {"mount_namespace", "overlay"},
-      {"network", policy.network == NetworkMode::kNone ? "network_namespace" : "host"},
+      {"network", policy.network == NetworkMode::kHost ? "host" : "network_namespace"},
       {"seccomp", plan.keep_namespace_capabilities ? "per_session" : seccomp ? "seccomp_bpf" : "none"},
       {"capabilities", plan.keep_namespace_capabilities ? "kept_in_user_namespace" : "dropped"},
       {"memory", enforced.memory ? cg : "rlimit_as"},

@@ -1,13 +1,15 @@
-// Policy validation: ranges, host bounds and environment entries.
+// Policy validation: ranges, host bounds, environment entries and the network allowlist.
 #include "sandbox/policy.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
+#include "sandbox/network_helper_protocol.h"
 #include "sandbox/units.h"
 
 namespace sbx {
@@ -38,6 +40,20 @@ Result<void> CheckCount(const char* field, uint64_t value, uint64_t min, uint64_
     return InvalidInput(std::string(field) + ": " + std::to_string(value) +
                         " is out of range; use " + std::to_string(min) + " to " +
                         std::to_string(max));
+  }
+  return Ok{};
+}
+
+std::string Number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
+Result<void> CheckSeconds(const std::string& field, double value, double min, double max) {
+  if (!(value >= min && value <= max)) {
+    return InvalidInput(field + ": " + Number(value) + " s is out of range; use " + Number(min) +
+                        " to " + Number(max) + " seconds");
   }
   return Ok{};
 }
@@ -77,11 +93,8 @@ Result<void> ValidatePolicy(const Policy& policy) {
     return InvalidInput("limits.cpus: " + std::to_string(l.cpus) + " is out of range; use 0.01 to " +
                         std::to_string(cpus) + " (this host's CPU count)");
   }
-  if (!(l.timeout_seconds >= LimitRanges::kMinTimeout &&
-        l.timeout_seconds <= LimitRanges::kMaxTimeout)) {
-    return InvalidInput("limits.timeout: " + std::to_string(l.timeout_seconds) +
-                        " s is out of range; use 0.01 to 604800 seconds");
-  }
+  SBX_TRY(CheckSeconds("limits.timeout", l.timeout_seconds, LimitRanges::kMinTimeout,
+                       LimitRanges::kMaxTimeout));
   SBX_TRY(CheckSize("limits.output", l.output_bytes, LimitRanges::kMinOutput,
                     LimitRanges::kMaxOutput, "per stream; head and tail are kept"));
   SBX_TRY(CheckSize("limits.file_size", l.file_size_bytes, LimitRanges::kMinFileSize,
@@ -95,6 +108,48 @@ Result<void> ValidatePolicy(const Policy& policy) {
   if (policy.env.size() > LimitRanges::kMaxEnvEntries)
     return InvalidInput("env: more than 256 entries");
   for (const auto& [name, value] : policy.env) SBX_TRY(ValidateEnvEntry("env." + name, name, value));
+  if (policy.network == NetworkMode::kAllowlist)
+    SBX_TRY(ValidateNetworkAllowlist(policy.network_allowlist));
+  return Ok{};
+}
+
+Result<void> ValidateNetworkAllowlist(const NetworkAllowlist& allowlist) {
+  using Ranges = NetworkLimitRanges;
+  for (const auto& [key, rules] :
+       {std::pair{"allow", &allowlist.allow}, std::pair{"deny", &allowlist.deny},
+        std::pair{"allow_private", &allowlist.allow_private}}) {
+    if (rules->size() > Ranges::kMaxRules) {
+      return InvalidInput(std::string("network.") + key + ": " + std::to_string(rules->size()) +
+                          " rules; at most 1024");
+    }
+  }
+  for (size_t i = 0; i < allowlist.allow_private.size(); ++i) {
+    const NetworkRule& rule = allowlist.allow_private[i];
+    if (rule.kind != HostPatternKind::kAddress) {
+      return InvalidInput(
+          "network.allow_private[" + std::to_string(i) + "]: \"" + rule.text +
+          "\": allow_private takes IP addresses and CIDRs (like \"10.20.0.0/16:8443\"), not "
+          "names; list the name in allow and the internal addresses it resolves to here");
+    }
+  }
+  const NetworkLimits& limits = allowlist.limits;
+  SBX_TRY(CheckCount("network.limits.max_connections", limits.max_connections,
+                     Ranges::kMinConnections, Ranges::kMaxConnections));
+  SBX_TRY(CheckSize("network.limits.egress_bytes", limits.egress_bytes_max, Ranges::kMinEgress,
+                    Ranges::kMaxEgress, "bytes sent upstream per run"));
+  SBX_TRY(CheckSeconds("network.limits.connect_timeout", limits.connect_timeout_seconds,
+                       Ranges::kMinConnectTimeout, Ranges::kMaxConnectTimeout));
+  SBX_TRY(CheckSeconds("network.limits.idle_timeout", limits.idle_timeout_seconds,
+                       Ranges::kMinIdleTimeout, Ranges::kMaxIdleTimeout));
+  SBX_TRY(CheckCapturePorts(allowlist, "network"));
+  // sbx-netd receives the allowlist in one control message, next to a small envelope.
+  const size_t json_bytes = NetworkAllowlistToJson(allowlist).size();
+  if (json_bytes > kNetdMaxMessage - kNetdEnvelopeBytes) {
+    return InvalidInput("network: the rules take " + std::to_string(json_bytes) +
+                        " bytes as JSON; at most " +
+                        std::to_string(kNetdMaxMessage - kNetdEnvelopeBytes) +
+                        " fit the message to sbx-netd (use fewer rules, or *.suffix rules)");
+  }
   return Ok{};
 }
 
@@ -113,7 +168,12 @@ Result<Layer> ParseLayer(const std::string& name) {
 }
 
 const char* NetworkModeName(NetworkMode mode) {
-  return mode == NetworkMode::kHost ? "host" : "none";
+  switch (mode) {
+    case NetworkMode::kNone: return "none";
+    case NetworkMode::kHost: return "host";
+    case NetworkMode::kAllowlist: return "allowlist";
+  }
+  return "?";
 }
 
 }  // namespace sbx

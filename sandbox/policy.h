@@ -16,8 +16,9 @@
 namespace sbx {
 
 enum class NetworkMode {
-  kNone,  // a fresh network namespace with only `lo` up
-  kHost,  // the host's network namespace: an explicit, loud opt-in
+  kNone,       // a fresh network namespace with only `lo` up
+  kHost,       // the host's network namespace: an explicit, loud opt-in
+  kAllowlist,  // a fresh network namespace; sbx-netd lets through what network_allowlist allows
 };
 
 // Layers a policy may accept losing (allow_degraded). Anything else is always required.
@@ -40,6 +41,7 @@ struct Limits {
 
 struct Policy {
   NetworkMode network = NetworkMode::kNone;
+  NetworkAllowlist network_allowlist;  // used only when network is kAllowlist
   Limits limits;
   std::map<std::string, std::string> env;  // added to the built-in allowlist
   std::vector<Layer> allow_degraded;
@@ -66,9 +68,31 @@ struct LimitRanges {
   static constexpr size_t kMaxEnvEntries = 256;
 };
 
+// Ranges of the allowlist's limits (network.limits) and list sizes.
+struct NetworkLimitRanges {
+  static constexpr uint32_t kMinConnections = 1;
+  static constexpr uint32_t kMaxConnections = 65536;
+  static constexpr uint64_t kMinEgress = 1024;
+  static constexpr uint64_t kMaxEgress = 1ull << 40;
+  static constexpr double kMinConnectTimeout = 0.1;
+  static constexpr double kMaxConnectTimeout = 300;
+  static constexpr double kMinIdleTimeout = 1;
+  static constexpr double kMaxIdleTimeout = 24 * 3600.0;
+  static constexpr size_t kMaxRules = 1024;  // per list
+};
+
+// Room left in sbx-netd's first control message (kNetdMaxMessage) for everything but the
+// allowlist: {"v":1,"run":"<id>","audit_log":true,"network":...}.
+inline constexpr size_t kNetdEnvelopeBytes = 1024;
+
 // Checks every field against its range and the host (memory and tmpfs sizes at most the
 // host's RAM, cpus at most its CPU count). The error names the field and the fix.
 Result<void> ValidatePolicy(const Policy& policy);
+
+// Checks an allowlist as a whole: limits in range, allow_private holds address rules only, the
+// allow ports can be captured (CheckCapturePorts), and its JSON fits the one message that carries
+// it to sbx-netd. Errors name "network.<field>".
+Result<void> ValidateNetworkAllowlist(const NetworkAllowlist& allowlist);
 
 // Checks one environment entry: NAME matches [A-Za-z_][A-Za-z0-9_]*, the value has no NUL
 // and is at most 32 KiB. `field` names it in the error ("env.FOO", "--env").
@@ -84,9 +108,11 @@ const char* NetworkModeName(NetworkMode mode);
 Result<Policy> ParsePolicyJson(const std::string& text);
 Result<Policy> LoadPolicyFile(const std::string& path);
 
-// The allowlist as the JSON text the runner hands to sbx-netd (network_helper_protocol.h), and
-// back. Defined by the network rules (branch netrules); declared here for sbx-netd.
-Result<NetworkAllowlist> ParseNetworkAllowlistJson(const std::string& text);
+// The allowlist as JSON, for sbx-netd: the policy's network object without "mode", every key
+// present, rules as written ({"allow":[...],"deny":[...],"allow_private":[...],"limits":{...}}).
 std::string NetworkAllowlistToJson(const NetworkAllowlist& allowlist);
+// Its strict inverse (the policy loader's rules for the network object, then
+// ValidateNetworkAllowlist): ParseNetworkAllowlistJson(NetworkAllowlistToJson(a)) == a.
+Result<NetworkAllowlist> ParseNetworkAllowlistJson(const std::string& text);
 
 }  // namespace sbx

@@ -1,86 +1,21 @@
-// The strict JSON policy loader: the only place that calls nlohmann/json for policies.
+// The strict JSON policy loader (the network object is read in policy_network.cc).
 #include <sys/stat.h>
 
-#include <cmath>
 #include <fstream>
-#include <set>
-#include <sstream>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "sandbox/policy.h"
-#include "sandbox/units.h"
+#include "sandbox/policy_json.h"
 
 namespace sbx {
 namespace {
 
-using nlohmann::json;
-
-constexpr size_t kMaxPolicyBytes = 1 << 20;
-constexpr int kMaxDepth = 16;
-
-// Thrown only inside this file, from the parser callback; caught in ParsePolicyJson.
-struct StructureError {
-  std::string message;
-};
-
-std::string TypeName(const json& value) {
-  if (value.is_number_float()) return "a fraction";
-  if (value.is_number()) return "a number";
-  return value.type_name();
-}
-
-std::string Show(const json& value) {
-  std::string text = value.dump();
-  return text.size() > 40 ? text.substr(0, 40) + "..." : text;
-}
-
-Error FieldError(const std::string& field, const std::string& expected, const json& got) {
-  return InvalidInput(field + ": expected " + expected + ", got " + TypeName(got) + " " + Show(got));
-}
-
-Result<void> CheckKeys(const std::string& where, const json& object,
-                       const std::set<std::string>& allowed) {
-  for (const auto& item : object.items()) {
-    if (!allowed.count(item.key())) {
-      std::string list;
-      for (const auto& key : allowed) list += (list.empty() ? "" : ", ") + key;
-      return InvalidInput((where.empty() ? "" : where + ".") + item.key() +
-                          ": unknown key; allowed here: " + list);
-    }
-  }
-  return Ok{};
-}
-
-Result<uint64_t> SizeField(const std::string& field, const json& value) {
-  if (value.is_number_unsigned()) return value.get<uint64_t>();
-  if (value.is_string()) {
-    auto size = ParseSize(value.get<std::string>());
-    if (!size) return size.error().Context(field);
-    return size;
-  }
-  return FieldError(field, "a size like \"512M\" or a byte count", value);
-}
-
-Result<uint64_t> CountField(const std::string& field, const json& value) {
-  if (value.is_number_unsigned()) return value.get<uint64_t>();
-  return FieldError(field, "a non-negative whole number", value);
-}
-
-Result<double> SecondsField(const std::string& field, const json& value) {
-  if (value.is_number_unsigned()) return static_cast<double>(value.get<uint64_t>());
-  if (value.is_number_float() && std::isfinite(value.get<double>()) && value.get<double>() >= 0)
-    return value.get<double>();
-  return FieldError(field, "a non-negative number of seconds", value);
-}
-
-Result<uint32_t> Count32(const std::string& field, const json& value) {
-  auto count = CountField(field, value);
-  if (!count) return count.error();
-  if (*count > 0xffffffffull) return InvalidInput(field + ": " + std::to_string(*count) + " is too large");
-  return static_cast<uint32_t>(*count);
-}
+using policy_json::CheckKeys;
+using policy_json::Count32Field;
+using policy_json::FieldError;
+using policy_json::json;
+using policy_json::SecondsField;
+using policy_json::SizeField;
 
 Result<void> ReadLimits(const json& limits, Limits& out) {
   if (!limits.is_object()) return FieldError("limits", "an object", limits);
@@ -100,7 +35,7 @@ Result<void> ReadLimits(const json& limits, Limits& out) {
                                                 : &out.tmp_size_bytes;
       *target = *size;
     } else if (key == "pids" || key == "open_files") {
-      auto count = Count32(field, value);
+      auto count = Count32Field(field, value);
       if (!count) return count.error();
       (key == "pids" ? out.pids : out.open_files) = *count;
     } else {  // cpus, timeout
@@ -120,12 +55,7 @@ Result<void> ReadPolicy(const json& root, Policy& policy) {
   SBX_TRY(CheckKeys("", root, {"network", "limits", "env", "allow_degraded", "description"}));
   if (root.contains("description") && !root["description"].is_string())
     return FieldError("description", "a string", root["description"]);
-  if (root.contains("network")) {
-    const json& net = root["network"];
-    if (!net.is_string() || (net != "none" && net != "host"))
-      return FieldError("network", "\"none\" or \"host\"", net);
-    policy.network = net == "host" ? NetworkMode::kHost : NetworkMode::kNone;
-  }
+  if (root.contains("network")) SBX_TRY(policy_json::ReadNetworkField(root["network"], policy));
   if (root.contains("limits")) SBX_TRY(ReadLimits(root["limits"], policy.limits));
   if (root.contains("env")) {
     const json& env = root["env"];
@@ -152,40 +82,10 @@ Result<void> ReadPolicy(const json& root, Policy& policy) {
 }  // namespace
 
 Result<Policy> ParsePolicyJson(const std::string& text) {
-  if (text.size() > kMaxPolicyBytes)
-    return InvalidInput("policy: " + std::to_string(text.size()) + " bytes; at most 1 MiB");
-  if (text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0)
-    return InvalidInput("policy: starts with a byte-order mark; save it as plain UTF-8");
-
-  // Duplicate keys and depth are checked while parsing: nlohmann keeps the last duplicate
-  // silently, and a typo'd or repeated limit must never be dropped quietly.
-  std::vector<std::set<std::string>> open_objects;
-  std::vector<std::string> path;
-  auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth > kMaxDepth) throw StructureError{"nesting deeper than 16 levels"};
-    switch (event) {
-      case json::parse_event_t::object_start: open_objects.emplace_back(); break;
-      case json::parse_event_t::object_end: open_objects.pop_back(); break;
-      case json::parse_event_t::key: {
-        std::string key = parsed.get<std::string>();
-        if (!open_objects.back().insert(key).second)
-          throw StructureError{key + ": duplicate key; keep exactly one"};
-        break;
-      }
-      default: break;
-    }
-    return true;
-  };
-  json root;
-  try {
-    root = json::parse(text, callback, /*allow_exceptions=*/true, /*ignore_comments=*/false);
-  } catch (const StructureError& e) {
-    return InvalidInput("policy: " + e.message);
-  } catch (const json::exception& e) {
-    return InvalidInput(std::string("policy: not valid JSON: ") + e.what());
-  }
+  auto root = policy_json::ParseStrict(text, "policy");
+  if (!root) return root.error();
   Policy policy;
-  SBX_TRY(ReadPolicy(root, policy));
+  SBX_TRY(ReadPolicy(*root, policy));
   SBX_TRY(ValidatePolicy(policy));
   return policy;
 }
@@ -197,7 +97,7 @@ Result<Policy> LoadPolicyFile(const std::string& path) {
   if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     return InvalidInput("policy file " + path + ": not a regular file");
   std::string text;
-  text.resize(kMaxPolicyBytes + 1);
+  text.resize(policy_json::kMaxPolicyBytes + 1);
   file.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(file.gcount()));
   auto policy = ParsePolicyJson(text);

@@ -51,6 +51,7 @@ void PrintAgentUsage() {
                "                 [--mode tools|code-blocks] [--approve never|always] [--model NAME] [--base-url URL]\n"
                "                 [--scripted-model FILE] [--policy FILE] [--image DIR]\n"
                "                 [--timeout S] [--memory SIZE] [--pids N] [--cpus N] [--env K=V]...\n"
+               "                 [--network none|host|allowlist] [--allow HOST[:PORTS]]...\n"
                "The model is OpenAI-compatible: OPENAI_API_KEY, OPENAI_BASE_URL and SBX_MODEL (flags win).\n"
                "--scripted-model replays a scripted conversation instead of calling a model (offline demo).\n"
                "exit: 0 the model finished and every expected output came back; 1 the model or a request\n"

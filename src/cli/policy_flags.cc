@@ -4,6 +4,39 @@
 #include "sandbox/units.h"
 
 namespace sbx::cli {
+namespace {
+
+Result<void> ApplyNetworkFlag(const std::string& value, Policy& policy) {
+  if (value != "none" && value != "host" && value != "allowlist")
+    return InvalidInput("--network: use none, host or allowlist, not \"" + value + "\"");
+  // Host networking would silently drop the rules; never widen an allowlist that way.
+  if (value == "host" && policy.network == NetworkMode::kAllowlist &&
+      !policy.network_allowlist.allow.empty()) {
+    return InvalidInput(
+        "--network host: the allow rules (from --allow or the policy) need --network allowlist; "
+        "remove them or the --network host flag");
+  }
+  policy.network = value == "host"   ? NetworkMode::kHost
+                   : value == "none" ? NetworkMode::kNone
+                                     : NetworkMode::kAllowlist;
+  return Ok{};
+}
+
+Result<void> ApplyAllowFlag(const std::string& value, Policy& policy) {
+  if (policy.network == NetworkMode::kHost) {
+    return InvalidInput("--allow " + value +
+                        ": the network is host (from --network host or the policy), which "
+                        "cannot enforce an allowlist; drop --network host");
+  }
+  auto rule = ParseNetworkRule(value, "--allow");
+  if (!rule) return rule.error();
+  if (policy.network != NetworkMode::kAllowlist) policy.network_allowlist = NetworkAllowlist{};
+  policy.network = NetworkMode::kAllowlist;
+  policy.network_allowlist.allow.push_back(std::move(*rule));
+  return Ok{};
+}
+
+}  // namespace
 
 bool TakeFlagValue(int argc, char** argv, int& i, std::string& arg, std::string& value) {
   auto eq = arg.find('=');
@@ -38,8 +71,9 @@ Result<void> ApplyPolicyFlag(const std::string& flag, const std::string& value, 
       limits.pids = static_cast<uint32_t>(*number);
     }
   } else if (flag == "--network") {
-    if (value != "none" && value != "host") return InvalidInput("--network: use none or host, not \"" + value + "\"");
-    policy.network = value == "host" ? NetworkMode::kHost : NetworkMode::kNone;
+    SBX_TRY(ApplyNetworkFlag(value, policy));
+  } else if (flag == "--allow") {
+    SBX_TRY(ApplyAllowFlag(value, policy));
   } else if (flag == "--env") {
     auto eq = value.find('=');
     if (eq == std::string::npos) return InvalidInput("--env " + value + ": use KEY=VALUE");
@@ -55,6 +89,5 @@ Result<void> ApplyPolicyFlag(const std::string& flag, const std::string& value, 
   }
   return Ok{};
 }
-
 
 }  // namespace sbx::cli

@@ -1,5 +1,6 @@
-// Flag parsing shared by `sbx run` and `sbx agent`, and the policy flags they share: --timeout, --memory, --pids, --cpus,
-// --network, --env KEY=VALUE, --allow-degraded, each applied on top of the loaded policy.
+// Flag parsing shared by `sbx run` and `sbx agent`, and the policy flags they share: --timeout,
+// --memory, --pids, --cpus, --network, --allow HOST[:PORTS], --env KEY=VALUE, --allow-degraded,
+// each applied on top of the loaded policy.
 #pragma once
 
 #include <string>
@@ -14,6 +15,7 @@ namespace sbx::cli {
 bool TakeFlagValue(int argc, char** argv, int& i, std::string& arg, std::string& value);
 
 // Applies one "--flag value"; the error names the flag (an unknown flag is an error too).
+// --allow appends an allow rule and switches the network to allowlist (an error with host).
 Result<void> ApplyPolicyFlag(const std::string& flag, const std::string& value, Policy& policy);
 
 }  // namespace sbx::cli

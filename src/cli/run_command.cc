@@ -47,10 +47,17 @@ int Refuse(bool json, const std::string& message) {
 void PrintRunUsage() {
   std::fprintf(stderr,
                "usage: sbx run [--policy FILE] [--workspace DIR] [--image DIR] [--timeout SECONDS]\n"
-               "               [--memory SIZE] [--pids N] [--cpus N] [--network none|host]\n"
-               "               [--env KEY=VALUE]... [--allow-degraded cgroup|seccomp]...\n"
-               "               [--cgroup auto|v2|v1|none]\n"
-               "               [--stdin FILE|-] [--json] -- COMMAND [ARG...]\n");
+               "               [--memory SIZE] [--pids N] [--cpus N] [--network none|host|allowlist]\n"
+               "               [--allow HOST[:PORTS]]... [--env KEY=VALUE]...\n"
+               "               [--allow-degraded cgroup|seccomp]... [--cgroup auto|v2|v1|none]\n"
+               "               [--stdin FILE|-] [--json] -- COMMAND [ARG...]\n"
+               "--network none (the default): a network namespace with only lo. host: the host's\n"
+               "  network. allowlist: only what --allow and the policy's network.allow name (this\n"
+               "  build refuses to run it: its enforcement is not available yet).\n"
+               "--allow HOST[:PORTS] adds an allow rule and implies --network allowlist. HOST is a name\n"
+               "  (pypi.org), *.suffix (*.example.com), an IPv4 address or CIDR, or [IPv6] / [IPv6/len];\n"
+               "  PORTS is 443 (the default), a list (22,443) or a range (8000-8100).\n"
+               "  See policies/SCHEMA.md.\n");
 }
 
 int RunRunCommand(int argc, char** argv) {

@@ -96,7 +96,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadFixture{"memory_hex.json", "limits.memory"},
         BadFixture{"env_key_equals.json", "not a valid variable name"},
         BadFixture{"env_key_empty.json", "not a valid variable name"},
-        BadFixture{"network_unknown.json", "network: expected \"none\" or \"host\""},
+        BadFixture{"network_unknown.json", "network: expected \"none\", \"host\" or an object"},
         BadFixture{"degrade_userns.json", "allow_degraded[0]"},
         BadFixture{"top_array.json", "(top level)"},
         BadFixture{"empty.json", "not valid JSON"},

@@ -1,0 +1,233 @@
+// Unit tests for the policy's network object: the strict loader, validation, the JSON that
+// sbx-netd receives, and the launcher's refusal while enforcement is missing.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sandbox/launcher.h"
+#include "sandbox/policy.h"
+
+namespace sbx {
+namespace {
+
+Result<Policy> Parse(const std::string& network) {
+  return ParsePolicyJson("{\"network\": " + network + "}");
+}
+
+void ExpectRejected(const std::string& network, const std::string& must_mention) {
+  auto policy = Parse(network);
+  ASSERT_FALSE(policy) << network << " was accepted";
+  EXPECT_EQ(policy.error().code, ErrorCode::kInvalidInput);
+  EXPECT_NE(policy.error().message.find(must_mention), std::string::npos)
+      << network << ": " << policy.error().message;
+}
+
+TEST(PolicyNetwork, StringsStayNoneAndHost) {
+  EXPECT_EQ(Parse("\"none\"")->network, NetworkMode::kNone);
+  EXPECT_EQ(Parse("\"host\"")->network, NetworkMode::kHost);
+  EXPECT_EQ(Parse(R"({"mode": "none"})")->network, NetworkMode::kNone);
+  EXPECT_EQ(Parse(R"({"mode": "host"})")->network, NetworkMode::kHost);
+  EXPECT_STREQ(NetworkModeName(NetworkMode::kNone), "none");
+  EXPECT_STREQ(NetworkModeName(NetworkMode::kHost), "host");
+  EXPECT_STREQ(NetworkModeName(NetworkMode::kAllowlist), "allowlist");
+}
+
+TEST(PolicyNetwork, ReadsTheAllowlistObject) {
+  auto policy = Parse(R"({"mode": "allowlist",
+      "allow": ["pypi.org:443", "files.pythonhosted.org", "*.example.com", "github.com:22,443",
+                "203.0.113.0/24:5432", "[2001:db8::1]:443"],
+      "deny": ["uploads.example.com", "evil.example.com:80"],
+      "allow_private": ["10.20.0.0/16:8443"],
+      "limits": {"max_connections": 64, "egress_bytes": "100M", "connect_timeout": 2.5, "idle_timeout": 60}})");
+  ASSERT_TRUE(policy) << policy.error().ToString();
+  EXPECT_EQ(policy->network, NetworkMode::kAllowlist);
+  const NetworkAllowlist& allowlist = policy->network_allowlist;
+  ASSERT_EQ(allowlist.allow.size(), 6u);
+  EXPECT_EQ(allowlist.allow[2].kind, HostPatternKind::kSuffix);
+  EXPECT_EQ(allowlist.allow[4].kind, HostPatternKind::kAddress);
+  ASSERT_EQ(allowlist.deny.size(), 2u);
+  EXPECT_TRUE(allowlist.deny[0].ports.any) << "a deny rule without ports covers every port";
+  EXPECT_FALSE(allowlist.deny[1].ports.any);
+  ASSERT_EQ(allowlist.allow_private.size(), 1u);
+  EXPECT_EQ(allowlist.limits.max_connections, 64u);
+  EXPECT_EQ(allowlist.limits.egress_bytes_max, 100ull << 20);
+  EXPECT_DOUBLE_EQ(allowlist.limits.connect_timeout_seconds, 2.5);
+  EXPECT_DOUBLE_EQ(allowlist.limits.idle_timeout_seconds, 60);
+  EXPECT_EQ(DecideName(allowlist, "uploads.example.com", 443).reason, "deny_rule");
+  EXPECT_TRUE(DecideName(allowlist, "www.example.com", 443).allowed);
+}
+
+TEST(PolicyNetwork, AllowlistDefaults) {
+  auto policy = Parse(R"({"mode": "allowlist"})");
+  ASSERT_TRUE(policy) << policy.error().ToString();
+  EXPECT_EQ(policy->network, NetworkMode::kAllowlist);
+  EXPECT_EQ(policy->network_allowlist, NetworkAllowlist{});
+  EXPECT_EQ(policy->network_allowlist.limits.max_connections, 256u);
+}
+
+TEST(PolicyNetwork, StarPortIsFineInDeny) {
+  auto policy =
+      Parse(R"({"mode": "allowlist", "allow": ["example.com"], "deny": ["*.example.com:*"]})");
+  ASSERT_TRUE(policy) << policy.error().ToString();
+}
+
+// A network value the loader refuses, and what its message must contain.
+struct Rejected {
+  const char* network;
+  const char* must_mention;
+};
+
+TEST(PolicyNetwork, RejectionsNameTheJsonPath) {
+  const Rejected rejected[] = {
+      {"\"bridge\"", "network: expected \"none\", \"host\" or an object"},
+      {"true", "network: expected"},
+      {"\"allowlist\"", "needs the object form"},
+      {"{}", "network.mode: missing"},
+      {R"({"mode": "bridge"})", "network.mode: expected \"allowlist\", \"none\" or \"host\""},
+      {R"({"mode": 1})", "network.mode: expected"},
+      {R"({"mode": "allowlist", "audit": {}})", "network.audit: unknown key"},
+      {R"({"mode": "allowlist", "mode": "host"})", "mode: duplicate key"},
+      {R"({"mode": "none", "allow": ["pypi.org"]})",
+       "network.allow: only with \"mode\": \"allowlist\""},
+      {R"({"mode": "host", "deny": []})", "network.deny: only with"},
+      {R"({"mode": "host", "allow_private": []})", "network.allow_private: only with"},
+      {R"({"mode": "none", "limits": {}})", "network.limits: only with"},
+      {R"({"mode": "allowlist", "allow": "pypi.org"})", "network.allow: expected a list"},
+      {R"({"mode": "allowlist", "allow": ["a.org", "b.org", 443]})",
+       "network.allow[2]: expected a string"},
+      {R"({"mode": "allowlist", "allow": ["a.org", "b.org", "*.com"]})",
+       "network.allow[2]: \"*.com\""},
+      {R"({"mode": "allowlist", "allow": ["2001:db8::1:443"]})",
+       "network.allow[0]: \"2001:db8::1:443\""},
+      {R"({"mode": "allowlist", "allow": ["http://x"]})", "network.allow[0]: \"http://x\": a URL"},
+      {R"({"mode": "allowlist", "deny": ["ok.org", "*"]})", "network.deny[1]: \"*\""},
+      {R"({"mode": "allowlist", "allow_private": ["internal.corp:8443"]})",
+       "network.allow_private[0]: \"internal.corp:8443\": allow_private takes IP addresses"},
+      {R"({"mode": "allowlist", "allow": ["x.org:*"]})",
+       "network.allow[0]: \"x.org:*\": port * cannot be captured"},
+      {R"({"mode": "allowlist", "allow": ["x.org:1-1000"]})",
+       "network.allow[0]: \"x.org:1-1000\": ports too wide"},
+  };
+  for (const Rejected& bad : rejected) ExpectRejected(bad.network, bad.must_mention);
+}
+
+TEST(PolicyNetwork, LimitRejectionsNameTheKey) {
+  const Rejected rejected[] = {
+      {R"([])", "network.limits: expected an object"},
+      {R"({"egress_bytes_max": 1})", "network.limits.egress_bytes_max: unknown key"},
+      {R"({"max_connections": 0})", "network.limits.max_connections: 0 is out of range"},
+      {R"({"max_connections": 65537})", "network.limits.max_connections"},
+      {R"({"max_connections": 1.5})", "network.limits.max_connections: expected"},
+      {R"({"max_connections": "8"})", "network.limits.max_connections: expected"},
+      {R"({"egress_bytes": "1Q"})", "network.limits.egress_bytes"},
+      {R"({"egress_bytes": 10})", "network.limits.egress_bytes: 10"},
+      {R"({"connect_timeout": -1})", "network.limits.connect_timeout: expected"},
+      {R"({"connect_timeout": 0})", "network.limits.connect_timeout: 0 s is out of range"},
+      {R"({"idle_timeout": 100000})", "network.limits.idle_timeout: 100000 s is out of range"},
+  };
+  for (const Rejected& bad : rejected) {
+    ExpectRejected(std::string(R"({"mode": "allowlist", "limits": )") + bad.network + "}",
+                   bad.must_mention);
+  }
+}
+
+TEST(PolicyNetwork, UnimplementedFeaturesAreRefusedNotIgnored) {
+  ExpectRejected(R"({"mode": "allowlist", "inject": []})",
+                 "network.inject: secret injection is not implemented yet in this sbx; remove it");
+  ExpectRejected(R"({"mode": "allowlist", "http_rules": [{"allow": "GET api.github.com/*"}]})",
+                 "network.http_rules: HTTP method and path rules are not implemented yet in this "
+                 "sbx; remove it");
+  ExpectRejected(R"({"mode": "allowlist", "proxy_env": false})",
+                 "network.proxy_env: proxy environment variables");
+}
+
+TEST(PolicyNetwork, ValidateChecksTheAllowlistOnlyInAllowlistMode) {
+  Policy policy;
+  policy.network_allowlist.limits.max_connections = 0;
+  EXPECT_TRUE(ValidatePolicy(policy));
+  policy.network = NetworkMode::kAllowlist;
+  auto invalid = ValidatePolicy(policy);
+  ASSERT_FALSE(invalid);
+  EXPECT_NE(invalid.error().message.find("network.limits.max_connections"), std::string::npos);
+}
+
+TEST(PolicyNetwork, TheAllowlistMustFitOneMessageToSbxNetd) {
+  // 1000 rules of about 80 bytes: within kMaxRules, beyond the message.
+  const std::string domain = ".a-rather-long-name-for-one-rule-among-many.example.org";
+  std::string allow;
+  for (int i = 0; i < 1000; ++i) {
+    allow += std::string(i ? "," : "") + "\"host-" + std::to_string(i) + domain + "\"";
+  }
+  auto policy = Parse(R"({"mode": "allowlist", "allow": [)" + allow + "]}");
+  ASSERT_FALSE(policy);
+  EXPECT_NE(policy.error().message.find("fit the message to sbx-netd"), std::string::npos)
+      << policy.error().message;
+}
+
+NetworkAllowlist SampleAllowlist() {
+  auto policy = Parse(R"({"mode": "allowlist",
+      "allow": ["PyPI.org.", "*.example.com:80,443", "github.com:22,443", "203.0.113.0/24:5432",
+                "[2001:db8::/32]:8000-8100"],
+      "deny": ["uploads.example.com", "[2001:db8::66]:*"],
+      "allow_private": ["10.20.0.0/16:8443", "[fd00::/8]"],
+      "limits": {"max_connections": 9, "egress_bytes": 123456789, "connect_timeout": 0.1,
+                 "idle_timeout": 1234.5678}})");
+  EXPECT_TRUE(policy) << policy.error().ToString();
+  return policy->network_allowlist;
+}
+
+TEST(NetworkAllowlistJson, RoundTripsExactly) {
+  for (const NetworkAllowlist& allowlist : {NetworkAllowlist{}, SampleAllowlist()}) {
+    const std::string json = NetworkAllowlistToJson(allowlist);
+    auto parsed = ParseNetworkAllowlistJson(json);
+    ASSERT_TRUE(parsed) << json << ": " << parsed.error().ToString();
+    EXPECT_EQ(*parsed, allowlist) << json;
+    EXPECT_EQ(NetworkAllowlistToJson(*parsed), json);
+  }
+}
+
+TEST(NetworkAllowlistJson, ShapeIsThePolicyObjectWithoutMode) {
+  NetworkAllowlist allowlist;
+  allowlist.allow = SampleAllowlist().allow;
+  allowlist.allow.resize(1);
+  EXPECT_EQ(
+      NetworkAllowlistToJson(allowlist),
+      R"({"allow":["PyPI.org."],"allow_private":[],"deny":[],"limits":{"connect_timeout":10.0,)"
+      R"("egress_bytes":1073741824,"idle_timeout":300.0,"max_connections":256}})");
+}
+
+TEST(NetworkAllowlistJson, ParsingIsStrict) {
+  struct Case {
+    const char* text;
+    const char* must_mention;
+  };
+  for (const Case& bad : {
+           Case{"", "network allowlist: not valid JSON"},
+           Case{"[]", "network: expected an object"},
+           Case{R"({"mode": "allowlist"})", "network.mode: unknown key"},
+           Case{R"({"inject": []})", "network.inject: unknown key"},
+           Case{R"({"allow": [], "allow": []})", "allow: duplicate key"},
+           Case{R"({"allow": ["*.com"]})", "network.allow[0]"},
+           Case{R"({"allow_private": ["x.corp"]})", "network.allow_private[0]"},
+           Case{R"({"limits": {"max_connections": 0}})", "network.limits.max_connections"},
+       }) {
+    auto parsed = ParseNetworkAllowlistJson(bad.text);
+    ASSERT_FALSE(parsed) << bad.text;
+    EXPECT_NE(parsed.error().message.find(bad.must_mention), std::string::npos)
+        << bad.text << ": " << parsed.error().message;
+  }
+}
+
+TEST(PolicyNetwork, LauncherRefusesTheAllowlistUntilEnforcementLands) {
+  RunSpec spec;
+  spec.policy.network = NetworkMode::kAllowlist;
+  spec.argv = {"/bin/true"};
+  auto result = RunSandboxed(spec);
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error().code, ErrorCode::kInvalidInput);
+  EXPECT_EQ(result.error().message,
+            "network allowlist: enforcement is not available in this build");
+}
+
+}  // namespace
+}  // namespace sbx
