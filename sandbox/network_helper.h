@@ -3,7 +3,8 @@
 // (sandbox/network_helper_protocol.h is the protocol, message by message).
 //
 // Usage, in the runner (the parent of the sandbox):
-//   1. `auto helper = StartNetworkHelper(NetworkHelperPath(), run_id, allowlist, audit_fd);`
+//   1. `auto helper = StartNetworkHelper(path, run_id, allowlist, audit_fd);` (path: the run's
+//      own setting, else NetworkHelperNextToExecutable())
 //      before cloning the sandbox child: forks and executes sbx-netd, sends the run's policy
 //      and waits for "ready" (a refused policy or a missing binary fails here).
 //   2. `helper->SendCaptureSockets(sockets)` with the sockets the child bound inside its
@@ -79,6 +80,10 @@ class NetworkHelper {
   bool reaped_ = false;
   int wait_status_ = -1;
 };
+
+// <directory of the running executable>/sbx-netd, where the build puts it next to sbx; an error
+// naming that path when no executable file is there.
+Result<std::string> NetworkHelperNextToExecutable();
 
 // How long the runner waits for each of the helper's answers before it gives up on it.
 inline constexpr int kNetworkHelperReplyTimeoutMs = 10'000;
