@@ -3,9 +3,10 @@
 // (sandbox/network_helper_protocol.h is the protocol, message by message).
 //
 // Usage, in the runner (the parent of the sandbox):
-//   1. `auto helper = StartNetworkHelper(DefaultNetworkHelperPath(), run_id, allowlist, audit_fd);`
-//      before cloning the sandbox child: forks and executes sbx-netd and sends the run's
-//      policy (a missing binary fails here; a policy netd refuses fails at step 2).
+//   1. `auto helper = StartNetworkHelper(path, run_id, allowlist, audit_fd);` (path: the run's
+//      own setting, else DefaultNetworkHelperPath() in network_run.h) before cloning the
+//      sandbox child: forks and executes sbx-netd and sends the run's policy (a missing
+//      binary fails here; a policy netd refuses fails at step 2).
 //   2. `helper->SendCaptureSockets(sockets)` with the sockets the child bound inside its
 //      network namespace; returns once netd serves them. The runner then closes its copies.
 //   3. While the run lasts, poll `control_fd()` (POLLIN/POLLHUP before Stop means netd died:
@@ -81,6 +82,10 @@ class NetworkHelper {
   bool ready_ = false;  // "ready" received (SendCaptureSockets waits for it first)
   int wait_status_ = -1;
 };
+
+// <directory of the running executable>/sbx-netd, where the build puts it next to sbx; an error
+// naming that path when no executable file is there.
+Result<std::string> NetworkHelperNextToExecutable();
 
 // How long the runner waits for each of the helper's answers before it gives up on it.
 inline constexpr int kNetworkHelperReplyTimeoutMs = 10'000;

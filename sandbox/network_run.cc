@@ -36,14 +36,8 @@ std::string DefaultLogPath(const std::string& run_id) {
 }  // namespace
 
 std::string DefaultNetworkHelperPath() {
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) {
-    std::string path(self, static_cast<size_t>(n));
-    path = path.substr(0, path.rfind('/') + 1) + "sbx-netd";
-    if (::access(path.c_str(), X_OK) == 0) return path;
-  }
-  return SBX_NETD_BUILD_PATH;
+  auto next_to_us = NetworkHelperNextToExecutable();
+  return next_to_us ? *next_to_us : SBX_NETD_BUILD_PATH;
 }
 
 Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist& allowlist,

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -540,6 +541,30 @@ TEST_F(NetdTest, StopBeforeTheCaptureSocketsIsAProtocolError) {
   ASSERT_FALSE(summary);
   EXPECT_NE(summary.error().message.find("control: "), std::string::npos)
       << summary.error().message;
+}
+
+}  // namespace
+}  // namespace sbx
+
+namespace sbx {
+namespace {
+
+std::string DirectoryOf(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+TEST(NetworkHelperPath, TheBuildPutsSbxNetdNextToSbx) {
+  EXPECT_EQ(DirectoryOf(SBX_NETD_BINARY), DirectoryOf(SBX_BINARY));
+}
+
+TEST(NetworkHelperPath, LooksNextToTheRunningExecutable) {
+  // This test binary lives in build/tests/, where there is no sbx-netd.
+  char exe[PATH_MAX];
+  const ssize_t size = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  ASSERT_GT(size, 0);
+  const std::string expected =
+      DirectoryOf(std::string(exe, static_cast<size_t>(size))) + "/sbx-netd";
+  auto path = NetworkHelperNextToExecutable();
+  ASSERT_FALSE(path) << *path;
+  EXPECT_NE(path.error().message.find(expected), std::string::npos) << path.error().message;
 }
 
 }  // namespace
