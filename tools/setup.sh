@@ -11,6 +11,8 @@ packages=(
   mmdebstrap arch-test uidmap zstd
   # peers for the benchmark, and the cgroup v2 VM (tools/vm)
   bubblewrap qemu-system-x86 linux-image-amd64 busybox-static
+  # the network tests' small internet (tests/net): namespaces, veth, a test CA
+  iproute2 openssl
   # the host side of the differential tests (the same Python stack as the image)
   python3 python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pytest
   # numpy's and pandas' own test suites import hypothesis (tests/library_suites.sh copies it
