@@ -10,7 +10,16 @@
 // Messages are single SOCK_SEQPACKET datagrams holding one JSON object (at most
 // kNetdMaxMessage bytes), in this order:
 //  1. runner -> netd  {"v":1,"run":"<run id>","audit_log":true|false,
-//                      "network":<NetworkAllowlistToJson(...)>}
+//                      "network":<NetworkAllowlistToJson(...)>,
+//                      "tls":{...}}            (only when network.inject is not empty)
+//     "tls" is what secret injection needs, resolved by the runner so netd reads no file:
+//       {"ca_cert_pem":"...","ca_key_pem":"...",   the run's CA (sandbox/tls_ca.h MintRunCa)
+//        "upstream_ca_pem":"...",                  the upstream_ca_files, concatenated ("" if
+//                                                  none); netd also trusts the host's store
+//        "secrets":[{"value":"Bearer sk-...","placeholder":"sbx-ph-<32 hex>"|""}, ...]}
+//     secrets[i] belongs to network.inject[i]: `value` is the whole header value (format with
+//     {secret} replaced), `placeholder` what the sandbox's environment holds instead, if any.
+//     netd never writes a value or a placeholder to the log, stderr or a reply.
 //  2. netd -> runner  {"ready":true}  or  {"error":"<why>"} (then netd exits 1)
 //  3. runner -> netd  {"capture":[{"proto":"tcp"|"udp","port":N}, ...],"last":true|false}
 //                     with SCM_RIGHTS carrying exactly those fds, in that order (at most

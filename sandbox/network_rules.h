@@ -84,6 +84,23 @@ struct NetworkLimits {
   bool operator==(const NetworkLimits&) const = default;
 };
 
+// One `inject` entry (policies/SCHEMA.md): on a TLS connection to one of `hosts` on port 443,
+// sbx-netd terminates the sandbox's TLS with a certificate from the run's CA, verifies the
+// real server, removes every `header` field the client sent and sets `header: <format with
+// {secret} replaced>` on the upstream leg. The secret itself never enters the sandbox; the
+// sandbox may get a random placeholder in `sandbox_placeholder_env` so SDKs that insist on a
+// key start. The runner resolves `secret_from` at run start (sbx-netd gets the value over its
+// control socket, never argv or the environment).
+struct InjectRule {
+  std::string name;                     // a label for logs ("openai"): [a-z0-9_-]{1,32}
+  std::vector<std::string> hosts;       // exact names (normalized), each allowed on 443
+  std::string header;                   // an HTTP field-name token ("Authorization")
+  std::string format = "{secret}";      // contains "{secret}" exactly once, no CR/LF
+  std::string secret_from;              // "env:NAME" (sbx's environment) or "file:/abs/path"
+  std::string sandbox_placeholder_env;  // "" or an environment variable name
+  bool operator==(const InjectRule&) const = default;
+};
+
 // The `network` object of a policy when its mode is "allowlist".
 struct NetworkAllowlist {
   std::vector<NetworkRule> allow;
@@ -92,6 +109,12 @@ struct NetworkAllowlist {
   // cover may be dialled (whether it came as an IP literal or from resolving an allowed name).
   std::vector<NetworkRule> allow_private;
   NetworkLimits limits;
+  std::vector<InjectRule> inject;
+  // PEM files of the runner's host: CAs the sandbox trusts besides the image's bundle
+  // (extra_ca_files) and CAs sbx-netd trusts besides the host's store when it verifies an
+  // inject host's real server (upstream_ca_files: a corporate or test CA).
+  std::vector<std::string> extra_ca_files;
+  std::vector<std::string> upstream_ca_files;
   bool operator==(const NetworkAllowlist&) const = default;
 };
 
