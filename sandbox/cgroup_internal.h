@@ -11,6 +11,7 @@
 #include "sandbox/cgroup.h"
 #include "sandbox/error.h"
 #include "sandbox/policy.h"
+#include "sandbox/small_file.h"
 #include "sandbox/unique_fd.h"
 
 namespace sbx::cgroup_internal {
@@ -27,7 +28,7 @@ struct RunDirs {
 };
 
 // ---- cgroupfs files ----
-Result<std::string> ReadSmallFile(const std::string& path, size_t max_bytes = 1 << 20);
+using ::sbx::ReadSmallFile;
 // One write(2) of the whole value: cgroupfs parses each write on its own.
 Result<void> WriteSmallFile(const std::string& path, const std::string& value);
 bool PathExists(const std::string& path);

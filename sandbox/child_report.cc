@@ -38,6 +38,7 @@ const char* ChildStepName(ChildStep step) {
     case ChildStep::kNetworkRoutes: return "route every destination to the capture sockets (network allowlist)";
     case ChildStep::kNetworkCapture: return "bind and hand over the capture sockets (network allowlist)";
     case ChildStep::kResolvConf: return "bind /etc/resolv.conf (network allowlist)";
+    case ChildStep::kCaBundle: return "bind the CA bundle over /etc/ssl/certs/ca-certificates.crt (network allowlist)";
   }
   return "unknown step";
 }

@@ -39,6 +39,7 @@ enum class ChildStep : uint32_t {
   kNetworkRoutes,
   kNetworkCapture,
   kResolvConf,
+  kCaBundle,
 };
 
 enum class ReportKind : uint32_t {

@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <optional>
 
 #include "sandbox/child_main.h"
@@ -170,8 +171,9 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   // 3b. Network allowlist: the audit log and sbx-netd, ready before the child exists.
   std::unique_ptr<AllowlistRun> allowlist;
   if (policy.network == NetworkMode::kAllowlist) {
-    auto started = AllowlistRun::Start(
-        policy.network_allowlist, {spec.network_helper_binary, spec.network_log_path, NewRunId()});
+    auto started = AllowlistRun::Start(policy.network_allowlist,
+                                       {spec.network_helper_binary, spec.network_log_path,
+                                        NewRunId(), image->fd.get()});
     if (!started) return started.error();
     allowlist = std::move(*started);
   }
@@ -205,6 +207,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
     plan.capture = allowlist->plan();
     // The stub DNS of sbx-netd answers on the sandbox's own loopback (a capture socket).
     plan.mounts.resolv_conf = "nameserver 127.0.0.1\noptions attempts:2 timeout:2\n";
+    plan.mounts.ca_bundle = allowlist->trust().sandbox_bundle();
   }
   if (spec.zygote_keeps_namespace_capabilities) {
     if (!mapping->root_mode) {
@@ -216,7 +219,15 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   plan.rlimits = PlanRlimits(policy.limits, enforced.memory, enforced.pids);
   plan.capabilities = *capabilities;
   plan.seccomp = seccomp;
-  plan.env_storage = BuildSandboxEnvironment(policy.env);
+  if (allowlist && !allowlist->trust().sandbox_env().empty()) {
+    // The trust bundle's variables and the placeholders; the policy's env still has the last
+    // word on the bundle variables (placeholder names may not be in it: ValidatePolicy).
+    std::map<std::string, std::string> env = allowlist->trust().sandbox_env();
+    for (const auto& [name, value] : policy.env) env[name] = value;
+    plan.env_storage = BuildSandboxEnvironment(env);
+  } else {
+    plan.env_storage = BuildSandboxEnvironment(policy.env);
+  }
   plan.argv_storage = spec.argv;
   plan.exec_candidates = ExecCandidates(spec.argv[0], plan.env_storage);
   plan.Seal();

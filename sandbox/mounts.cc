@@ -65,21 +65,28 @@ int Touch(const char* path) {
   return 0;
 }
 
-// Writes the contents into the scratch (the current directory) and binds the file read-only
-// over root/etc/resolv.conf. The target must be a regular file in the image: a symlink would
-// be followed in the host's tree, which is still this process's root here.
-int BindResolvConf(const std::string& contents) {
-  struct stat target {};
-  if (::lstat("root/etc/resolv.conf", &target) != 0) return errno;
-  if (!S_ISREG(target.st_mode)) return ELOOP;
-  int fd = ::open("resolv.conf", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+// Writes `contents` into the scratch (the current directory) as `scratch_name` and binds it
+// read-only over `target` (relative to the scratch: "root/etc/resolv.conf"). The target must be
+// a regular file in the image: a symlink would be followed in the host's tree, which is still
+// this process's root here.
+int BindGeneratedFile(const std::string& contents, const char* scratch_name, const char* target) {
+  struct stat existing {};
+  if (::lstat(target, &existing) != 0) return errno;
+  if (!S_ISREG(existing.st_mode)) return ELOOP;
+  int fd = ::open(scratch_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return errno;
-  ssize_t written = ::write(fd, contents.data(), contents.size());
-  int err = written == static_cast<ssize_t>(contents.size()) ? 0 : written < 0 ? errno : EIO;
+  size_t done = 0;
+  int err = 0;
+  while (done < contents.size() && err == 0) {
+    ssize_t written = ::write(fd, contents.data() + done, contents.size() - done);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) err = written < 0 ? errno : EIO;
+    else done += static_cast<size_t>(written);
+  }
   ::close(fd);
   if (err != 0) return err;
-  if (::mount("resolv.conf", "root/etc/resolv.conf", nullptr, MS_BIND, nullptr) != 0) return errno;
-  return BindRemount("root/etc/resolv.conf", MS_RDONLY | kSafe | MS_NOEXEC);
+  if (::mount(scratch_name, target, nullptr, MS_BIND, nullptr) != 0) return errno;
+  return BindRemount(target, MS_RDONLY | kSafe | MS_NOEXEC);
 }
 
 // "/proc/self/fd/<fd>" into `out` without allocating.
@@ -242,9 +249,16 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
     }
   }
   if (!plan.resolv_conf.empty()) {
-    if (int err = BindResolvConf(plan.resolv_conf)) {
+    if (int err = BindGeneratedFile(plan.resolv_conf, "resolv.conf", "root/etc/resolv.conf")) {
       errno = err;
       return Fail(ChildStep::kResolvConf, failed_step);
+    }
+  }
+  if (!plan.ca_bundle.empty()) {
+    if (int err = BindGeneratedFile(plan.ca_bundle, "ca-certificates.crt",
+                                    "root/etc/ssl/certs/ca-certificates.crt")) {
+      errno = err;
+      return Fail(ChildStep::kCaBundle, failed_step);
     }
   }
   if (::mount(workspace_source, "root/workspace", nullptr, MS_BIND, nullptr) != 0)

@@ -47,6 +47,9 @@ struct MountPlan {
   // Non-empty (network allowlist): written to the scratch and bound read-only over the
   // image's /etc/resolv.conf, which must be a regular file there.
   std::string resolv_conf;
+  // Non-empty (inject rules or extra CAs): the same, over the image's CA bundle
+  // (kSandboxCaBundlePath in network_trust.h), which must be a regular file there.
+  std::string ca_bundle;
 };
 
 // The /proc entries every sandbox masks (the cold path here, pooled sessions in the zygote,

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <openssl/crypto.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -154,8 +155,16 @@ Result<std::string> NetworkHelperNextToExecutable() {
 Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& binary,
                                                           const std::string& run_id,
                                                           const NetworkAllowlist& allowlist,
-                                                          int audit_fd) {
+                                                          int audit_fd,
+                                                          const std::string& tls_json) {
   std::string hello;
+  // The hello may carry secrets (tls_json): wiped however this function returns.
+  struct Wiper {
+    std::string& text;
+    ~Wiper() {
+      if (!text.empty()) OPENSSL_cleanse(text.data(), text.size());
+    }
+  } wipe_hello{hello};
   try {
     hello = json{{"v", 1},
                  {"run", run_id},
@@ -165,9 +174,17 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
   } catch (const json::exception& error) {
     return MakeError(ErrorCode::kInternal, std::string("sbx-netd: policy JSON: ") + error.what());
   }
+  if (!tls_json.empty()) {
+    hello.pop_back();  // the closing brace: "tls" joins the object without a library copy
+    hello.reserve(hello.size() + tls_json.size() + 16);
+    hello += ",\"tls\":";
+    hello += tls_json;
+    hello += '}';
+  }
   if (hello.size() > kNetdMaxMessage) {
-    return InvalidInput("network: the allowlist is larger than sbx-netd's " +
-                        std::to_string(kNetdMaxMessage / 1024) + " KiB message limit");
+    return InvalidInput("network: the allowlist, CA files and secrets are larger than sbx-netd's " +
+                        std::to_string(kNetdMaxMessage / 1024) +
+                        " KiB message limit (fewer rules or smaller upstream_ca_files)");
   }
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {

@@ -71,7 +71,8 @@ class NetworkHelper {
  private:
   friend Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string&,
                                                                    const std::string&,
-                                                                   const NetworkAllowlist&, int);
+                                                                   const NetworkAllowlist&, int,
+                                                                   const std::string&);
   NetworkHelper() = default;
   void KillAndReap();
 
@@ -91,10 +92,13 @@ Result<std::string> NetworkHelperNextToExecutable();
 inline constexpr int kNetworkHelperReplyTimeoutMs = 10'000;
 
 // audit_fd: the run's network log, opened O_WRONLY|O_APPEND by the caller (becomes the
-// helper's fd 4), or -1 for none. The error says why the helper refused or could not start.
+// helper's fd 4), or -1 for none. tls_json: the first message's "tls" object
+// (NetworkTrust::netd_tls_json), "" without inject rules. The error says why the helper
+// refused or could not start.
 Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& binary,
                                                           const std::string& run_id,
                                                           const NetworkAllowlist& allowlist,
-                                                          int audit_fd);
+                                                          int audit_fd,
+                                                          const std::string& tls_json = "");
 
 }  // namespace sbx

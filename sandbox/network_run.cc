@@ -43,12 +43,17 @@ std::string DefaultNetworkHelperPath() {
 Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist& allowlist,
                                                          const AllowlistRunOptions& options) {
   std::unique_ptr<AllowlistRun> run(new AllowlistRun());
+  // First: a secret that cannot be read refuses the run before anything exists.
+  auto trust = PrepareNetworkTrust(allowlist, options.image_fd, options.run_id);
+  if (!trust) return trust.error();
+  run->trust_ = std::move(*trust);
   run->log_path_ = options.log_path.empty() ? DefaultLogPath(options.run_id) : options.log_path;
   auto log = CreateLog(run->log_path_);
   if (!log) return log.error();
   run->log_ = std::move(*log);
   const std::string binary = options.helper_binary.empty() ? DefaultNetworkHelperPath() : options.helper_binary;
-  auto helper = StartNetworkHelper(binary, options.run_id, allowlist, run->log_.get());
+  auto helper = StartNetworkHelper(binary, options.run_id, allowlist, run->log_.get(),
+                                   run->trust_.netd_tls_json());
   if (!helper) {
     return helper.error().Context("network allowlist: sbx-netd (" + binary + ")");
   }
@@ -88,7 +93,6 @@ Result<void> AllowlistRun::HandOver(bool* child_failed) {
 
 void AllowlistRun::Finish(NetworkOutcome* outcome) {
   finished_ = true;
-  outcome->mode = "allowlist";
   if (helper_) {
     if (auto summary = helper_->Stop(); summary) {
       outcome->dns_queries = summary->dns_queries;

@@ -1,6 +1,7 @@
 // The runner's side of a run under a network allowlist, in the launcher's order:
-//   before clone   Start(): opens the audit log, starts sbx-netd (waits for "ready"), makes
-//                  the socket the child sends its capture sockets over;
+//   before clone   Start(): reads the secrets and CA files and mints the run's CA (inject
+//                  rules), opens the audit log, starts sbx-netd, makes the socket the child
+//                  sends its capture sockets over;
 //   the child      plan(): routes + capture sockets (network_capture.h), resolv.conf;
 //   after clone    ChildStarted(); HandOver(): the child's sockets go to sbx-netd;
 //   supervision    helper_fd(): its hang-up kills the run (network_helper_died);
@@ -14,6 +15,7 @@
 #include "sandbox/error.h"
 #include "sandbox/network_capture.h"
 #include "sandbox/network_helper.h"
+#include "sandbox/network_trust.h"
 #include "sandbox/policy.h"
 #include "sandbox/run_result.h"
 #include "sandbox/unique_fd.h"
@@ -24,6 +26,7 @@ struct AllowlistRunOptions {
   std::string helper_binary;  // "" : DefaultNetworkHelperPath()
   std::string log_path;       // "" : a new file in $TMPDIR (or /tmp) named after the run id
   std::string run_id;
+  int image_fd = -1;          // the image's root: its CA bundle, for inject rules and extra CAs
 };
 
 // sbx-netd next to the running executable, else the one this source tree built.
@@ -37,6 +40,8 @@ class AllowlistRun {
 
   // What the child does; valid until ChildStarted().
   const CapturePlan& plan() const { return plan_; }
+  // The sandbox's trust bundle and environment additions (inject rules, extra CAs).
+  const NetworkTrust& trust() const { return trust_; }
   // The child exists (with its copy of the capture socket): drop ours.
   void ChildStarted();
   // Receives the child's sockets and hands them to sbx-netd. An error means the run must be
@@ -58,6 +63,7 @@ class AllowlistRun {
   UniqueFd receive_;
   UniqueFd child_end_;
   CapturePlan plan_;
+  NetworkTrust trust_;
 };
 
 // Lowercase hex SHA-256 of a file's contents, "" if it cannot be read.

@@ -108,8 +108,16 @@ Result<void> ValidatePolicy(const Policy& policy) {
   if (policy.env.size() > LimitRanges::kMaxEnvEntries)
     return InvalidInput("env: more than 256 entries");
   for (const auto& [name, value] : policy.env) SBX_TRY(ValidateEnvEntry("env." + name, name, value));
-  if (policy.network == NetworkMode::kAllowlist)
+  if (policy.network == NetworkMode::kAllowlist) {
     SBX_TRY(ValidateNetworkAllowlist(policy.network_allowlist));
+    for (const InjectRule& rule : policy.network_allowlist.inject) {
+      if (policy.env.count(rule.sandbox_placeholder_env) != 0) {
+        return InvalidInput("env." + rule.sandbox_placeholder_env +
+                            ": also network.inject's sandbox_placeholder_env (rule \"" +
+                            rule.name + "\"), which sets it to the placeholder; remove one");
+      }
+    }
+  }
   return Ok{};
 }
 
@@ -142,6 +150,7 @@ Result<void> ValidateNetworkAllowlist(const NetworkAllowlist& allowlist) {
   SBX_TRY(CheckSeconds("network.limits.idle_timeout", limits.idle_timeout_seconds,
                        Ranges::kMinIdleTimeout, Ranges::kMaxIdleTimeout));
   SBX_TRY(CheckCapturePorts(allowlist, "network"));
+  SBX_TRY(ValidateInjectRules(allowlist));
   // sbx-netd receives the allowlist in one control message, next to a small envelope.
   const size_t json_bytes = NetworkAllowlistToJson(allowlist).size();
   if (json_bytes > kNetdMaxMessage - kNetdEnvelopeBytes) {

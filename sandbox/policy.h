@@ -93,6 +93,9 @@ Result<void> ValidatePolicy(const Policy& policy);
 // allow ports can be captured (CheckCapturePorts), and its JSON fits the one message that carries
 // it to sbx-netd. Errors name "network.<field>".
 Result<void> ValidateNetworkAllowlist(const NetworkAllowlist& allowlist);
+// The inject rules against each other and the allow rules: names, hosts and placeholder
+// variables unique, every host allowed on port 443 (ValidateNetworkAllowlist calls it).
+Result<void> ValidateInjectRules(const NetworkAllowlist& allowlist);
 
 // Checks one environment entry: NAME matches [A-Za-z_][A-Za-z0-9_]*, the value has no NUL
 // and is at most 32 KiB. `field` names it in the error ("env.FOO", "--env").
@@ -109,7 +112,9 @@ Result<Policy> ParsePolicyJson(const std::string& text);
 Result<Policy> LoadPolicyFile(const std::string& path);
 
 // The allowlist as JSON, for sbx-netd: the policy's network object without "mode", every key
-// present, rules as written ({"allow":[...],"deny":[...],"allow_private":[...],"limits":{...}}).
+// present, rules as written ({"allow":[...],"deny":[...],"allow_private":[...],"limits":{...},
+// "inject":[...],"extra_ca_files":[...],"upstream_ca_files":[...]}). No secret is in it: inject
+// rules say where the runner reads each secret, not the secret.
 std::string NetworkAllowlistToJson(const NetworkAllowlist& allowlist);
 // Its strict inverse (the policy loader's rules for the network object, then
 // ValidateNetworkAllowlist): ParseNetworkAllowlistJson(NetworkAllowlistToJson(a)) == a.

@@ -33,5 +33,10 @@ Result<double> SecondsField(const std::string& field, const json& value);    // 
 
 // The policy's "network" value: "none", "host", or the object of policies/SCHEMA.md.
 Result<void> ReadNetworkField(const json& value, Policy& policy);
+// network.inject (policy_inject.cc): each rule read strictly; the checks that need the allow
+// rules too are in ValidateInjectRules.
+Result<void> ReadInjectRules(const json& list, std::vector<InjectRule>& out);
+// network.extra_ca_files / network.upstream_ca_files: absolute paths, read at run start.
+Result<void> ReadCaFiles(const std::string& field, const json& list, std::vector<std::string>& out);
 
 }  // namespace sbx::policy_json

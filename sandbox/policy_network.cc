@@ -21,10 +21,14 @@ constexpr RuleList kRuleLists[] = {
     {"allow_private", &NetworkAllowlist::allow_private, DefaultPorts::kHttps},
 };
 
+constexpr std::pair<const char*, std::vector<std::string> NetworkAllowlist::*> kCaFileLists[] = {
+    {"extra_ca_files", &NetworkAllowlist::extra_ca_files},
+    {"upstream_ca_files", &NetworkAllowlist::upstream_ca_files},
+};
+
 // Keys of the policy's network object that name features this sbx does not have yet. They are
-// refused rather than ignored: a policy that asks for secret injection must not run without it.
+// refused rather than ignored: a policy that asks for path rules must not run without them.
 constexpr std::pair<const char*, const char*> kNotImplemented[] = {
-    {"inject", "secret injection is not implemented yet in this sbx"},
     {"http_rules", "HTTP method and path rules are not implemented yet in this sbx"},
     {"proxy_env",
      "proxy environment variables are not implemented yet in this sbx (traffic is captured "
@@ -78,6 +82,12 @@ Result<void> ReadAllowlist(const json& object, NetworkAllowlist& out) {
     }
   }
   if (object.contains("limits")) SBX_TRY(ReadLimits(object["limits"], out.limits));
+  if (object.contains("inject")) SBX_TRY(policy_json::ReadInjectRules(object["inject"], out.inject));
+  for (const auto& [key, files] : kCaFileLists) {
+    if (object.contains(key)) {
+      SBX_TRY(policy_json::ReadCaFiles(std::string("network.") + key, object[key], out.*files));
+    }
+  }
   return Ok{};
 }
 
@@ -102,7 +112,8 @@ Result<void> ReadNetworkField(const json& value, Policy& policy) {
   }
   SBX_TRY(CheckKeys(
       "network", value,
-      {"mode", "allow", "deny", "allow_private", "limits", "inject", "http_rules", "proxy_env"}));
+      {"mode", "allow", "deny", "allow_private", "limits", "inject", "extra_ca_files",
+       "upstream_ca_files", "http_rules", "proxy_env"}));
   for (const auto& [key, why] : kNotImplemented) {
     if (value.contains(key)) {
       return InvalidInput(std::string("network.") + key + ": " + why + "; remove it");
@@ -115,7 +126,8 @@ Result<void> ReadNetworkField(const json& value, Policy& policy) {
     return FieldError("network.mode", "\"allowlist\", \"none\" or \"host\"", mode);
   }
   if (mode != "allowlist") {
-    for (const char* key : {"allow", "deny", "allow_private", "limits"}) {
+    for (const char* key : {"allow", "deny", "allow_private", "limits", "inject", "extra_ca_files",
+                            "upstream_ca_files"}) {
       if (value.contains(key)) {
         return InvalidInput(std::string("network.") + key +
                             ": only with \"mode\": \"allowlist\", not \"" +
@@ -144,6 +156,18 @@ std::string NetworkAllowlistToJson(const NetworkAllowlist& allowlist) {
                    {"egress_bytes", limits.egress_bytes_max},
                    {"connect_timeout", limits.connect_timeout_seconds},
                    {"idle_timeout", limits.idle_timeout_seconds}};
+  json inject = json::array();
+  for (const InjectRule& rule : allowlist.inject) {
+    json entry = {{"name", rule.name},     {"hosts", rule.hosts},
+                  {"header", rule.header}, {"format", rule.format},
+                  {"secret_from", rule.secret_from}};
+    if (!rule.sandbox_placeholder_env.empty()) {
+      entry["sandbox_placeholder_env"] = rule.sandbox_placeholder_env;
+    }
+    inject.push_back(std::move(entry));
+  }
+  out["inject"] = std::move(inject);
+  for (const auto& [key, files] : kCaFileLists) out[key] = allowlist.*files;
   return out.dump();
 }
 
@@ -151,7 +175,9 @@ Result<NetworkAllowlist> ParseNetworkAllowlistJson(const std::string& text) {
   auto root = policy_json::ParseStrict(text, "network allowlist");
   if (!root) return root.error();
   if (!root->is_object()) return FieldError("network", "an object", *root);
-  SBX_TRY(CheckKeys("network", *root, {"allow", "deny", "allow_private", "limits"}));
+  SBX_TRY(CheckKeys("network", *root,
+                    {"allow", "deny", "allow_private", "limits", "inject", "extra_ca_files",
+                     "upstream_ca_files"}));
   NetworkAllowlist allowlist;
   SBX_TRY(ReadAllowlist(*root, allowlist));
   SBX_TRY(ValidateNetworkAllowlist(allowlist));

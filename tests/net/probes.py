@@ -74,14 +74,31 @@ def read_http_response(sock, method="GET"):
             "body": body.decode("utf-8", "replace")[:300]}
 
 
-def send_get(sock, host, path):
-    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: sbx-probe\r\n\r\n".encode())
+def authorization(args):
+    """The Authorization value to send: --auth TEXT, or "Bearer " and the value of the variable
+    --auth-env names (inside a sandbox with secret injection: the placeholder). None if neither."""
+    if getattr(args, "auth", None):
+        return args.auth
+    if getattr(args, "auth_env", None):
+        return "Bearer " + os.environ.get(args.auth_env, "")
+    return None
+
+
+def send_get(sock, host, path, auth=None):
+    extra = f"Authorization: {auth}\r\n" if auth else ""
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: sbx-probe\r\n{extra}\r\n"
+                 .encode())
 
 
 # --- probes -------------------------------------------------------------------------------
 
-def probe_env(_args):
-    return {"proxy_env": {k: v for k, v in os.environ.items() if k.lower() in PROXY_VARS}}
+def probe_env(args):
+    out = {"proxy_env": {k: v for k, v in os.environ.items() if k.lower() in PROXY_VARS}}
+    if args.all:
+        # Straight from the kernel's copy, as a payload hunting for keys would read it.
+        with open("/proc/self/environ", "rb") as f:
+            out["environ"] = f.read().decode("utf-8", "replace").split("\0")
+    return out
 
 
 def probe_resolve(args):
@@ -99,7 +116,7 @@ def one_http(args):
     try:
         with socket.create_connection((args.addr, args.port), timeout=TIMEOUT_S) as sock:
             stage = "request"
-            send_get(sock, args.host or args.addr, args.path)
+            send_get(sock, args.host or args.addr, args.path, authorization(args))
             return read_http_response(sock)
     except (OSError, http.client.HTTPException) as e:
         return describe(e, stage=stage)
@@ -113,10 +130,14 @@ def probe_http(args):
 
 def probe_urlopen(args):
     context = tls_context(args.cafile, True) if args.url.startswith("https:") else None
+    request = urllib.request.Request(args.url, data=args.data.encode() if args.data else None)
+    if authorization(args):
+        request.add_header("Authorization", authorization(args))
     try:
-        with urllib.request.urlopen(args.url, timeout=TIMEOUT_S, context=context) as response:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S, context=context) as response:
             body = response.read()
-            out = {"status": response.status, "served_by": response.headers.get("X-Served-By")}
+            out = {"status": response.status, "served_by": response.headers.get("X-Served-By"),
+                   "auth_sent": authorization(args)}
     except urllib.error.HTTPError as e:
         return {"status": e.code, "body": e.read().decode("utf-8", "replace")[:300]}
     except (OSError, http.client.HTTPException) as e:
@@ -151,7 +172,7 @@ def probe_tls(args):
     with tls:
         out = {"peer_cn": peer_cn(tls)}
         try:
-            send_get(tls, args.host or args.sni or args.addr, args.path)
+            send_get(tls, args.host or args.sni or args.addr, args.path, authorization(args))
             out.update(read_http_response(tls))
         except (OSError, http.client.HTTPException) as e:
             out.update(describe(e, stage="request"))
@@ -326,7 +347,7 @@ def probe_privileged(args):
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="probe", required=True)
-    sub.add_parser("env")
+    sub.add_parser("env").add_argument("--all", action="store_true")
     p = sub.add_parser("resolve")
     p.add_argument("name")
     p.add_argument("--family", choices=["4", "6", "any"], default="any")
@@ -339,6 +360,7 @@ def main():
     p = sub.add_parser("urlopen")
     p.add_argument("url")
     p.add_argument("--digest", action="store_true")
+    p.add_argument("--data", help="POST this text")
     for probe in ("tls", "tls_many", "dot"):
         p = sub.add_parser(probe)
         p.add_argument("addr")
@@ -363,6 +385,9 @@ def main():
     p.add_argument("--then-url")
     for p in sub.choices.values():
         p.add_argument("--cafile")
+    for probe in ("http", "urlopen", "tls"):
+        sub.choices[probe].add_argument("--auth", help="send this Authorization value")
+        sub.choices[probe].add_argument("--auth-env", help='send "Bearer $VAR" as Authorization')
     args = parser.parse_args()
     result = globals()["probe_" + args.probe](args)
     print(json.dumps(dict(result, probe=args.probe), sort_keys=True))

@@ -132,8 +132,6 @@ TEST(PolicyNetwork, LimitRejectionsNameTheKey) {
 }
 
 TEST(PolicyNetwork, UnimplementedFeaturesAreRefusedNotIgnored) {
-  ExpectRejected(R"({"mode": "allowlist", "inject": []})",
-                 "network.inject: secret injection is not implemented yet in this sbx; remove it");
   ExpectRejected(R"({"mode": "allowlist", "http_rules": [{"allow": "GET api.github.com/*"}]})",
                  "network.http_rules: HTTP method and path rules are not implemented yet in this "
                  "sbx; remove it");
@@ -192,8 +190,9 @@ TEST(NetworkAllowlistJson, ShapeIsThePolicyObjectWithoutMode) {
   allowlist.allow.resize(1);
   EXPECT_EQ(
       NetworkAllowlistToJson(allowlist),
-      R"({"allow":["PyPI.org."],"allow_private":[],"deny":[],"limits":{"connect_timeout":10.0,)"
-      R"("egress_bytes":1073741824,"idle_timeout":300.0,"max_connections":256}})");
+      R"({"allow":["PyPI.org."],"allow_private":[],"deny":[],"extra_ca_files":[],"inject":[],)"
+      R"("limits":{"connect_timeout":10.0,"egress_bytes":1073741824,"idle_timeout":300.0,)"
+      R"("max_connections":256},"upstream_ca_files":[]})");
 }
 
 TEST(NetworkAllowlistJson, ParsingIsStrict) {
@@ -205,7 +204,8 @@ TEST(NetworkAllowlistJson, ParsingIsStrict) {
            Case{"", "network allowlist: not valid JSON"},
            Case{"[]", "network: expected an object"},
            Case{R"({"mode": "allowlist"})", "network.mode: unknown key"},
-           Case{R"({"inject": []})", "network.inject: unknown key"},
+           Case{R"({"inject": {}})", "network.inject: expected a list"},
+           Case{R"({"http_rules": []})", "network.http_rules: unknown key"},
            Case{R"({"allow": [], "allow": []})", "allow: duplicate key"},
            Case{R"({"allow": ["*.com"]})", "network.allow[0]"},
            Case{R"({"allow_private": ["x.corp"]})", "network.allow_private[0]"},
