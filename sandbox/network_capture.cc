@@ -68,6 +68,29 @@ int AddLocalDefaultRoute(int family) {
   return err;
 }
 
+// Binds `fd` (of `family`) to the wildcard address on `port`; 0 or -1 with errno set.
+int BindAny(int fd, int family, uint16_t port) {
+  if (family == AF_INET6) {
+    sockaddr_in6 address{};
+    address.sin6_family = AF_INET6;
+    address.sin6_port = htons(port);
+    return ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  }
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  return ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+}
+
+// `fd` when `ok` is 0, else closes it and returns -errno.
+int KeepOrClose(int fd, int ok) {
+  if (ok == 0) return fd;
+  int err = errno;
+  ::close(fd);
+  return -err;
+}
+
+// A dual-stack TCP listener on `port` (IPv4 only when the kernel has no IPv6); -errno on failure.
 int ListenTcp(uint16_t port) {
   int family = AF_INET6;
   int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -82,51 +105,19 @@ int ListenTcp(uint16_t port) {
     // Dual-stack: IPv4 destinations arrive as v4-mapped addresses on the same socket.
     ok = ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
   }
-  if (ok == 0) {
-    if (family == AF_INET6) {
-      sockaddr_in6 address{};
-      address.sin6_family = AF_INET6;
-      address.sin6_port = htons(port);
-      ok = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-    } else {
-      sockaddr_in address{};
-      address.sin_family = AF_INET;
-      address.sin_port = htons(port);
-      ok = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-    }
-  }
+  if (ok == 0) ok = BindAny(fd, family, port);
   if (ok == 0) ok = ::listen(fd, kListenBacklog);
-  if (ok != 0) {
-    int err = errno;
-    ::close(fd);
-    return -err;
-  }
-  return fd;
+  return KeepOrClose(fd, ok);
 }
 
-// UDP :53 of one family; v6 only-v6 so the v4 socket keeps IPv4 queries. -errno on failure.
+// UDP 53 of one family; the IPv6 one is V6ONLY so that the IPv4 socket gets IPv4 queries.
 int BindDns(int family) {
   int fd = ::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   int one = 1, ok = 0;
-  if (family == AF_INET6) {
-    ok = ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-    sockaddr_in6 address{};
-    address.sin6_family = AF_INET6;
-    address.sin6_port = htons(53);
-    if (ok == 0) ok = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  } else {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(53);
-    ok = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  }
-  if (ok != 0) {
-    int err = errno;
-    ::close(fd);
-    return -err;
-  }
-  return fd;
+  if (family == AF_INET6) ok = ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  if (ok == 0) ok = BindAny(fd, family, 53);
+  return KeepOrClose(fd, ok);
 }
 
 // Sends fds[0..count) described by entries[0..count) in batches the kernel accepts.
