@@ -130,9 +130,11 @@ def probe_http(args):
 
 def probe_urlopen(args):
     context = tls_context(args.cafile, True) if args.url.startswith("https:") else None
-    request = urllib.request.Request(args.url, data=args.data.encode() if args.data else None)
+    headers = dict(h.split(": ", 1) for h in args.header)
     if authorization(args):
-        request.add_header("Authorization", authorization(args))
+        headers["Authorization"] = authorization(args)
+    data = args.data.encode() if args.data is not None else None  # a body makes it a POST
+    request = urllib.request.Request(args.url, data=data, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S, context=context) as response:
             body = response.read()
@@ -339,7 +341,7 @@ def probe_privileged(args):
     except OSError as e:
         out["bind_443"] = errno.errorcode.get(e.errno, str(e.errno))
     if args.then_url:
-        args.url, args.digest = args.then_url, False
+        args.url, args.digest, args.header, args.data = args.then_url, False, [], None
         out["then"] = probe_urlopen(args)
     return out
 
@@ -360,6 +362,7 @@ def main():
     p = sub.add_parser("urlopen")
     p.add_argument("url")
     p.add_argument("--digest", action="store_true")
+    p.add_argument("--header", action="append", default=[], help='"Name: value", repeatable')
     p.add_argument("--data", help="POST this text")
     for probe in ("tls", "tls_many", "dot"):
         p = sub.add_parser(probe)

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """The servers of the "small internet" the network tests talk to (tests/net/small_internet.h).
 
-  servers.py certs    --dir D --names a.test,b.test   test CA + one leaf per name (openssl CLI)
+  servers.py certs    --dir D --names a.test,b.test [--rogue-names c.test]
+                                                      test CA + one leaf per name, and a
+                                                      rogue CA signing c.test (openssl CLI)
   servers.py internet --config F                      every server in netns U
   servers.py canary   --config F                      the canary on T's own loopback
   servers.py blob-sha256 --size N                     sha256 of what GET /blob/N returns
@@ -50,23 +52,38 @@ def openssl(*args):
                    stderr=subprocess.PIPE, timeout=30)
 
 
-def make_certs(directory, names):
-    ca_key, ca_pem = os.path.join(directory, "ca.key"), os.path.join(directory, "ca.pem")
+def make_ca(directory, stem, common_name):
+    """stem.key and stem.pem: a self-signed P-256 CA."""
+    key, pem = os.path.join(directory, stem + ".key"), os.path.join(directory, stem + ".pem")
     openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", ca_key, "-out", ca_pem, "-days", "2", "-subj", "/CN=sbx small internet CA",
+            "-keyout", key, "-out", pem, "-days", "2", "-subj", "/CN=" + common_name,
             "-addext", "basicConstraints=critical,CA:TRUE",
             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    return key, pem
+
+
+def make_leaf(directory, name, ca_key, ca_pem):
+    key, csr, pem = (os.path.join(directory, name + ext) for ext in (".key", ".csr", ".pem"))
+    ext_file = os.path.join(directory, name + ".ext")
+    with open(ext_file, "w") as f:
+        f.write(f"subjectAltName=DNS:{name}\nextendedKeyUsage=serverAuth\n"
+                "basicConstraints=critical,CA:FALSE\n"
+                "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid,issuer\n")
+    openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", csr, "-subj", "/CN=" + name)
+    openssl("x509", "-req", "-in", csr, "-CA", ca_pem, "-CAkey", ca_key, "-CAcreateserial",
+            "-days", "2", "-out", pem, "-extfile", ext_file)
+
+
+def make_certs(directory, names, rogue_names):
+    """ca.pem signs a leaf per name; rogue-ca.pem, a second CA no client trusts unless told
+    to, signs the leaves of rogue_names (hosts whose certificate must fail verification)."""
+    ca_key, ca_pem = make_ca(directory, "ca", "sbx small internet CA")
     for name in names:
-        key, csr, pem = (os.path.join(directory, name + ext) for ext in (".key", ".csr", ".pem"))
-        ext_file = os.path.join(directory, name + ".ext")
-        with open(ext_file, "w") as f:
-            f.write(f"subjectAltName=DNS:{name}\nextendedKeyUsage=serverAuth\n"
-                    "basicConstraints=critical,CA:FALSE\n"
-                    "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid,issuer\n")
-        openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                "-keyout", key, "-out", csr, "-subj", "/CN=" + name)
-        openssl("x509", "-req", "-in", csr, "-CA", ca_pem, "-CAkey", ca_key, "-CAcreateserial",
-                "-days", "2", "-out", pem, "-extfile", ext_file)
+        make_leaf(directory, name, ca_key, ca_pem)
+    rogue_key, rogue_pem = make_ca(directory, "rogue-ca", "sbx small internet rogue CA")
+    for name in rogue_names:
+        make_leaf(directory, name, rogue_key, rogue_pem)
 
 
 def server_context(cert_dir, name):
@@ -164,27 +181,46 @@ class HttpHandler(BaseHTTPRequestHandler):
     def log_message(self, *_args):
         pass
 
-    def do_GET(self):
+    MAX_BODY = 1 << 20  # request bodies are read (and dropped) up to this size
+
+    def handle_request(self):
         s = self.server_info
+        # The Authorization and X-Api-Key values are recorded here, in U, so secret-injection
+        # tests can see what arrived upstream; they are never sent back to the client.
         self.events.log(kind="request", server=s["name"], addr=s["addr"], port=s["port"],
-                        method="GET", path=self.path, host=self.headers.get("Host"),
-                        sni=getattr(self.connection, "sbx_sni", None))
+                        method=self.command, path=self.path, host=self.headers.get("Host"),
+                        sni=getattr(self.connection, "sbx_sni", None),
+                        authorization=self.headers.get("Authorization"),
+                        x_api_key=self.headers.get("X-Api-Key"))
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > self.MAX_BODY:
+            self.reply(413, "text/plain", b"request body too large\n")
+            return
+        if length:
+            self.rfile.read(length)
         url = urllib.parse.urlsplit(self.path)
-        if url.path.startswith("/blob/"):
-            body = blob(int(url.path[len("/blob/"):]))
-            kind = "application/octet-stream"
+        if url.path == "/echo":
+            # Header names only: a value could be a secret netd injected.
+            body = json.dumps({"method": self.command, "path": self.path,
+                               "headers": sorted(self.headers.keys())}, sort_keys=True).encode()
+            self.reply(200, "application/json", body)
+        elif url.path.startswith("/blob/"):
+            self.reply(200, "application/octet-stream", blob(int(url.path[len("/blob/"):])))
         elif url.path == "/dns-query":
             query = base64.urlsafe_b64decode(
                 urllib.parse.parse_qs(url.query)["dns"][0] + "==")
             body, _ = self.zone.answer(query)
-            kind = "application/dns-message"
+            self.reply(200, "application/dns-message", body)
         else:
-            body = s["name"].encode()
-            kind = "text/plain"
-        self.send_response(200)
+            self.reply(200, "text/plain", s["name"].encode())
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_request
+
+    def reply(self, status, kind, body):
+        self.send_response(status)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-Served-By", s["name"])
+        self.send_header("X-Served-By", self.server_info["name"])
         self.end_headers()
         self.wfile.write(body)
 
@@ -324,6 +360,7 @@ def main():
     parser.add_argument("role", choices=["certs", "internet", "canary", "blob-sha256"])
     parser.add_argument("--dir")
     parser.add_argument("--names")
+    parser.add_argument("--rogue-names", default="")
     parser.add_argument("--config")
     parser.add_argument("--size", type=int)
     args = parser.parse_args()
@@ -331,7 +368,7 @@ def main():
         print(hashlib.sha256(blob(args.size)).hexdigest())
         return
     if args.role == "certs":
-        make_certs(args.dir, args.names.split(","))
+        make_certs(args.dir, args.names.split(","), [n for n in args.rogue_names.split(",") if n])
         return
     with open(args.config) as f:
         config = json.load(f)

@@ -95,15 +95,16 @@ Result<void> SmallInternet::Bring() {
     zone.push_back({{"name", host.name}, {"addr", host.address}});
     if (!host.in_u) continue;
     hosts.push_back({{"name", host.name}, {"addr", host.address}});
-    names += "," + std::string(host.name);
+    if (host.name != kRogueCaHost) names += "," + std::string(host.name);
   }
   auto certs = RunBounded({kHostPython, NetTestSourceDir() + "/servers.py", "certs", "--dir",
-                           cert_dir, "--names", names},
+                           cert_dir, "--names", names, "--rogue-names", kRogueCaHost},
                           kCertSeconds);
   if (!certs) return certs.error();
   if (certs->exit_code != 0)
     return MakeError(ErrorCode::kSetupFailed, "servers.py certs: " + certs->err);
   SBX_TRY(CopyFile(cert_dir + "/ca.pem", ca_file()));
+  SBX_TRY(CopyFile(cert_dir + "/rogue-ca.pem", rogue_ca_file()));
   SBX_TRY(CopyFile(NetTestSourceDir() + "/probes.py", probes_script()));
 
   const std::string pypi(AddressOf("pypi.test"));

@@ -24,7 +24,9 @@
 
 namespace sbx::nettest {
 
-// Ports every host in U serves (servers.py answers each with the host's name).
+// Ports every host in U serves (servers.py answers each with the host's name). Every HTTP(S)
+// server also answers GET/POST /echo with {"method", "path", "headers": [sorted names]}:
+// header names only, so a secret never travels back to the client.
 inline constexpr int kHttpPort = 80;
 inline constexpr int kHttpsPort = 443;
 inline constexpr int kSshPort = 22;         // banner "SSH-2.0-sbx-test <name>"
@@ -36,6 +38,10 @@ inline constexpr int kUdpSinkPorts[] = {443,
 // The canary on T's own loopback: HTTP on 127.0.0.1:80 (loop.test) and a banner here.
 inline constexpr int kCanaryPort = 47123;
 inline constexpr char kCanaryName[] = "canary";
+
+// The host whose HTTPS certificate the rogue CA signs (rogue_ca_file), not the test CA: a
+// client that trusts only ca_file() must fail to verify it.
+inline constexpr char kRogueCaHost[] = "untrusted.test";
 
 // The host python3 that runs the servers and the unsandboxed controls.
 inline constexpr char kHostPython[] = "/usr/bin/python3";
@@ -56,6 +62,8 @@ class SmallInternet {
   // The test CA and a copy of probes.py next to it (the probe's default cafile).
   std::string ca_file() const { return state_dir_ + "/ca.pem"; }
   std::string probes_script() const { return state_dir_ + "/probes.py"; }
+  // The second CA, which signs only kRogueCaHost's certificate and is not in ca_file().
+  std::string rogue_ca_file() const { return state_dir_ + "/rogue-ca.pem"; }
   // The sha256 (hex) of what GET /blob/<size> returns on every HTTP(S) server.
   Result<std::string> BlobSha256(size_t size) const;
 
@@ -66,8 +74,10 @@ class SmallInternet {
   // The size of the event log now; pass it to EventsSince.
   size_t EventMark() const;
   // Events the servers logged after `mark`, one JSON object each: kind ("conn", "request",
-  // "datagram", "dns"), server (host name), addr, port, and per kind proto, path, host, sni,
-  // qname, qtype.
+  // "datagram", "dns"), server (host name), addr, port, and per kind proto, method, path, host,
+  // sni, qname, qtype. A "request" also carries the values of the Authorization and X-Api-Key
+  // headers it arrived with ("authorization", "x_api_key"; null when absent), so tests can
+  // tell what a secret-injecting proxy sent upstream.
   std::vector<nlohmann::json> EventsSince(size_t mark) const;
   // The servers' own output (for failure messages).
   std::string ServerLogs() const;

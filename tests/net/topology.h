@@ -30,16 +30,17 @@ struct InternetHost {
 // The hosts of the small internet. The servers on each answer with the host's name.
 // clang-format off
 inline constexpr InternetHost kInternetHosts[] = {
-    {"pypi.test",     "203.0.113.10",    true,  true},
-    {"api.test",      "203.0.113.11",    true,  true},
-    {"evil.test",     "203.0.113.12",    true,  true},
-    {"cdn.test",      "203.0.113.13",    true,  true},
-    {"rebind.test",   "203.0.113.14",    false, true},   // DNS alternates it with 10.0.0.5
-    {"internal.test", "10.0.0.5",        true,  true},
-    {"meta.test",     "169.254.169.254", true,  true},
-    {"loop.test",     "127.0.0.1",       true,  false},  // T's own loopback: the canary
-    {"v6.test",       "2001:db8::10",    false, true},
-    {"nat64.test",    "64:ff9b::a00:5",  false, true},   // 10.0.0.5 behind a NAT64 prefix
+    {"pypi.test",      "203.0.113.10",    true,  true},
+    {"api.test",       "203.0.113.11",    true,  true},
+    {"evil.test",      "203.0.113.12",    true,  true},
+    {"cdn.test",       "203.0.113.13",    true,  true},
+    {"rebind.test",    "203.0.113.14",    false, true},   // DNS alternates it with 10.0.0.5
+    {"untrusted.test", "203.0.113.15",    true,  true},   // HTTPS cert from the rogue CA
+    {"internal.test",  "10.0.0.5",        true,  true},
+    {"meta.test",      "169.254.169.254", true,  true},
+    {"loop.test",      "127.0.0.1",       true,  false},  // T's own loopback: the canary
+    {"v6.test",        "2001:db8::10",    false, true},
+    {"nat64.test",     "64:ff9b::a00:5",  false, true},   // 10.0.0.5 behind a NAT64 prefix
 };
 // clang-format on
 inline constexpr std::string_view kDnsName = "dns.test";
