@@ -18,9 +18,11 @@ import http.client
 import json
 import os
 import random
+import shutil
 import socket
 import ssl
 import struct
+import subprocess
 import sys
 import time
 import urllib.error
@@ -346,6 +348,44 @@ def probe_privileged(args):
     return out
 
 
+def run_tail(argv, env, timeout):
+    """(exit code, stdout, stderr) of a bounded subprocess."""
+    try:
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "", f"timed out after {timeout} s"
+    return done.returncode, done.stdout, done.stderr
+
+
+def probe_pip(args):
+    """pip install --target HERE/site from an index, then import what it installed. The
+    caller's PIP_* variables and pip's config files are dropped (a host's /etc/pip.conf or
+    PIP_FIND_LINKS would change the control); cache and version check are off and retries and
+    timeouts bounded, so a refused index fails within seconds. -vv makes pip log why it could
+    not fetch a page ("fetch_errors"); at lower verbosity it only says no version was found."""
+    target = os.path.join(HERE, "site")
+    shutil.rmtree(target, ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1",
+               PIP_ROOT_USER_ACTION="ignore")
+    cafile = args.cafile or os.path.join(HERE, "ca.pem")
+    start = time.monotonic()
+    code, out, err = run_tail(
+        [sys.executable, "-m", "pip", "install", "-vv", "--no-deps", "--no-cache-dir",
+         "--retries", "0", "--timeout", "5", "--index-url", args.index_url, "--cert", cafile,
+         "--target", target, args.package], env, 60)
+    result = {"exit_code": code, "ms": ms_since(start), "stderr": err[-2000:],
+              "fetch_errors": [line[:500] for line in out.splitlines()
+                               if line.startswith("Could not fetch URL")]}
+    if code == 0:
+        module = args.package.replace("-", "_")
+        code, out, err = run_tail(
+            [sys.executable, "-c", f"import {module}; print({module}.VALUE)"],
+            dict(env, PYTHONPATH=target), 30)
+        result["import"] = {"exit_code": code, "stdout": out.strip(), "stderr": err[-2000:]}
+    return result
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="probe", required=True)
@@ -384,6 +424,9 @@ def main():
     p = sub.add_parser("doh")
     p.add_argument("url")
     p.add_argument("--qname", required=True)
+    p = sub.add_parser("pip")
+    p.add_argument("package")
+    p.add_argument("--index-url", required=True)
     p = sub.add_parser("privileged")
     p.add_argument("--then-url")
     for p in sub.choices.values():

@@ -7,6 +7,7 @@
   servers.py internet --config F                      every server in netns U
   servers.py canary   --config F                      the canary on T's own loopback
   servers.py blob-sha256 --size N                     sha256 of what GET /blob/N returns
+  servers.py wheel    --dir D                         the index's test wheel (pypi_index.py)
 
 The config (JSON, written by the C++ harness, the one source of addresses and ports) names
 the hosts, the ports, the cert dir and two files: `events` (JSON lines appended, one per
@@ -30,6 +31,9 @@ import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree the tests run from
+import pypi_index  # noqa: E402
 
 IO_TIMEOUT_S = 10  # no client of these servers may hold a thread longer
 
@@ -199,7 +203,10 @@ class HttpHandler(BaseHTTPRequestHandler):
         if length:
             self.rfile.read(length)
         url = urllib.parse.urlsplit(self.path)
-        if url.path == "/echo":
+        page = self.index.get(url.path) if s["name"] == self.index_host else None
+        if page is not None:
+            self.reply(*page)
+        elif url.path == "/echo":
             # Header names only: a value could be a secret netd injected.
             body = json.dumps({"method": self.command, "path": self.path,
                                "headers": sorted(self.headers.keys())}, sort_keys=True).encode()
@@ -244,8 +251,9 @@ def serve_connection(conn, peer, service, ctx):
         if s["proto"] in ("https", "dot"):
             conn = s["tls"].wrap_socket(conn, server_side=True)
         if s["proto"] in ("http", "https"):
-            handler = type("Handler", (HttpHandler,), {"server_info": s, "events": events,
-                                                       "zone": ctx["zone"]})
+            handler = type("Handler", (HttpHandler,),
+                           {"server_info": s, "events": events, "zone": ctx["zone"],
+                            "index": ctx["index"], "index_host": ctx["index_host"]})
             handler(conn, peer, None)
         elif s["proto"] == "banner":
             conn.sendall(f"{s['banner']} {s['name']}\r\n".encode())
@@ -314,7 +322,11 @@ def services(config):
 
 
 def serve(config, listeners):
-    ctx = {"events": Events(config["events"]), "zone": Zone(config.get("zone_hosts", []))}
+    ctx = {"events": Events(config["events"]), "zone": Zone(config.get("zone_hosts", [])),
+           "index": None, "index_host": None}
+    if "package_index" in config:
+        ctx["index"] = pypi_index.Index(config["package_index"]["dir"])
+        ctx["index_host"] = config["package_index"]["server"]
     selector = selectors.DefaultSelector()
     for sock, service in listeners:
         selector.register(sock, selectors.EVENT_READ, service)
@@ -357,7 +369,7 @@ def serve_datagram(sock, service, ctx):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("role", choices=["certs", "internet", "canary", "blob-sha256"])
+    parser.add_argument("role", choices=["certs", "internet", "canary", "blob-sha256", "wheel"])
     parser.add_argument("--dir")
     parser.add_argument("--names")
     parser.add_argument("--rogue-names", default="")
@@ -366,6 +378,9 @@ def main():
     args = parser.parse_args()
     if args.role == "blob-sha256":
         print(hashlib.sha256(blob(args.size)).hexdigest())
+        return
+    if args.role == "wheel":
+        print(pypi_index.build_wheel(args.dir))
         return
     if args.role == "certs":
         make_certs(args.dir, args.names.split(","), [n for n in args.rogue_names.split(",") if n])

@@ -106,6 +106,14 @@ Result<void> SmallInternet::Bring() {
   SBX_TRY(CopyFile(cert_dir + "/ca.pem", ca_file()));
   SBX_TRY(CopyFile(cert_dir + "/rogue-ca.pem", rogue_ca_file()));
   SBX_TRY(CopyFile(NetTestSourceDir() + "/probes.py", probes_script()));
+  const std::string packages = state_dir_ + "/packages";
+  if (::mkdir(packages.c_str(), 0700) != 0)
+    return SysError(ErrorCode::kIo, "mkdir(" + packages + ")");
+  auto wheel =
+      RunBounded({kHostPython, NetTestSourceDir() + "/servers.py", "wheel", "--dir", packages}, 30);
+  if (!wheel) return wheel.error();
+  if (wheel->exit_code != 0 || ::access(test_wheel_file().c_str(), R_OK) != 0)
+    return MakeError(ErrorCode::kSetupFailed, "servers.py wheel: " + wheel->err);
 
   const std::string pypi(AddressOf("pypi.test"));
   nlohmann::json sinks = nlohmann::json::array();
@@ -124,6 +132,7 @@ Result<void> SmallInternet::Bring() {
         {std::to_string(kAltHttpsPort), "alt-banner"}}},
       {"udp_sinks", sinks},
       {"dns", {{"name", kDnsName}, {"addr", kDnsAddress}, {"dot_port", kDotPort}}},
+      {"package_index", {{"server", kPackageIndexHost}, {"dir", packages}}},
   };
   nlohmann::json canary = {
       {"events", state_dir_ + "/events.jsonl"},

@@ -39,6 +39,11 @@ inline constexpr int kUdpSinkPorts[] = {443,
 inline constexpr int kCanaryPort = 47123;
 inline constexpr char kCanaryName[] = "canary";
 
+// The package index (tests/net/pypi_index.py): PEP 503 pages under /simple/ on this host's
+// HTTP(S) servers, linking kTestWheel (package sbx_test_pkg, VALUE = 42) under /packages/.
+inline constexpr char kPackageIndexHost[] = "pypi.test";
+inline constexpr char kTestWheel[] = "sbx_test_pkg-1.0-py3-none-any.whl";
+
 // The host whose HTTPS certificate the rogue CA signs (rogue_ca_file), not the test CA: a
 // client that trusts only ca_file() must fail to verify it.
 inline constexpr char kRogueCaHost[] = "untrusted.test";
@@ -62,6 +67,8 @@ class SmallInternet {
   // The test CA and a copy of probes.py next to it (the probe's default cafile).
   std::string ca_file() const { return state_dir_ + "/ca.pem"; }
   std::string probes_script() const { return state_dir_ + "/probes.py"; }
+  // The wheel the package index serves (built at Start with Python's zipfile).
+  std::string test_wheel_file() const { return state_dir_ + "/packages/" + kTestWheel; }
   // The second CA, which signs only kRogueCaHost's certificate and is not in ca_file().
   std::string rogue_ca_file() const { return state_dir_ + "/rogue-ca.pem"; }
   // The sha256 (hex) of what GET /blob/<size> returns on every HTTP(S) server.
