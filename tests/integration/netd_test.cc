@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -673,6 +674,22 @@ TEST_F(NetdTest, ReportsAMissingBinary) {
   ASSERT_FALSE(helper);
   EXPECT_NE(helper.error().message.find("execve(/nonexistent/sbx-netd)"), std::string::npos)
       << helper.error().message;
+}
+
+TEST_F(NetdTest, ReportsAnExecveFailureWhenWaitingForReady) {
+  // Executable but not a program: found at start, refused by execve, which the runner is not
+  // waiting for then; the wait for "ready" reports it.
+  const std::string path = ::testing::TempDir() + "not-sbx-netd-" + std::to_string(getpid());
+  std::ofstream(path) << "not an executable format\n";
+  ASSERT_EQ(chmod(path.c_str(), 0755), 0);
+  auto helper = StartNetworkHelper(path, "run", allowlist_, -1);
+  ASSERT_TRUE(helper) << helper.error().message;
+  auto serving = (*helper)->SendCaptureSockets({});
+  unlink(path.c_str());
+  ASSERT_FALSE(serving);
+  EXPECT_NE(serving.error().message.find("execve(" + path + "): Exec format error"),
+            std::string::npos)
+      << serving.error().message;
 }
 
 TEST_F(NetdTest, StopBeforeTheCaptureSocketsIsAProtocolError) {
