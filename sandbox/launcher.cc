@@ -287,6 +287,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   };
   SupervisionOutcome outcome = Supervise(child, out, err, policy.limits.timeout_seconds,
                                          spec.kill_grace_seconds, kill_all);
+  if (allowlist) allowlist->RequestStop();  // netd's summary and exit overlap what follows
   if (forward_out) forward_out->Close();
   if (forward_err) forward_err->Close();
   CgroupUsage usage = cgroup ? cgroup->ReadUsage() : CgroupUsage{};

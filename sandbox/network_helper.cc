@@ -186,6 +186,10 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
                         std::to_string(kNetdMaxMessage / 1024) +
                         " KiB message limit (fewer rules or smaller upstream_ca_files)");
   }
+  // The usual failure, said at once; execve's own errors come with the wait for "ready".
+  if (access(binary.c_str(), X_OK) != 0) {
+    return SysError(ErrorCode::kSetupFailed, "sbx-netd: execve(" + binary + ")");
+  }
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
     return SysError(ErrorCode::kSetupFailed, "sbx-netd: socketpair");
@@ -207,17 +211,12 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
   }
   std::unique_ptr<NetworkHelper> helper(new NetworkHelper);
   helper->pid_ = pid;
+  helper->binary_ = binary;
   helper->control_ = std::move(runner_end);
+  // Not waited for here: the helper's execve and start overlap the building of the sandbox.
+  helper->exec_status_ = std::move(exec_read);
   helper_end.reset();
   exec_write.reset();
-  int exec_errno = 0;
-  ssize_t got;
-  do {
-    got = read(exec_read.get(), &exec_errno, sizeof(exec_errno));
-  } while (got < 0 && errno == EINTR);
-  if (got == sizeof(exec_errno)) {
-    return SysError(ErrorCode::kSetupFailed, "sbx-netd: execve(" + binary + ")", exec_errno);
-  }
   helper->pidfd_ = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   if (!helper->pidfd_) return SysError(ErrorCode::kUnavailable, "sbx-netd: pidfd_open");
   SBX_TRY(SendDatagram(helper->control_fd(), hello));
@@ -226,12 +225,29 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
   return helper;
 }
 
-Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CaptureSocketSpec>& sockets) {
-  if (!ready_) {
-    auto ready = ReceiveReply(control_fd(), "ready");
-    if (!ready) return ready.error();
-    ready_ = true;
+Result<void> NetworkHelper::AwaitReady() {
+  if (ready_) return Ok{};
+  auto ready = ReceiveReply(control_fd(), "ready");
+  if (!ready) {
+    // The child writes execve's errno to the CLOEXEC pipe before it exits; an exec'd helper
+    // closes the pipe without a word.
+    int exec_errno = 0;
+    ssize_t got;
+    do {
+      got = read(exec_status_.get(), &exec_errno, sizeof(exec_errno));
+    } while (got < 0 && errno == EINTR);
+    if (got == sizeof(exec_errno)) {
+      return SysError(ErrorCode::kSetupFailed, "sbx-netd: execve(" + binary_ + ")", exec_errno);
+    }
+    return ready.error();
   }
+  ready_ = true;
+  exec_status_.reset();
+  return Ok{};
+}
+
+Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CaptureSocketSpec>& sockets) {
+  SBX_TRY(AwaitReady());
   size_t at = 0;
   do {
     const size_t count = std::min(kNetdMaxFdsPerMessage, sockets.size() - at);
@@ -252,16 +268,18 @@ Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CaptureSocketSp
   return Ok{};
 }
 
+void NetworkHelper::RequestStop() {
+  if (!ready_ || stop_sent_) return;
+  stop_sent_ = static_cast<bool>(SendDatagram(control_fd(), json{{"stop", true}}.dump()));
+}
+
 Result<NetworkSummary> NetworkHelper::Stop() {
-  if (!ready_) {  // a run that ended before its capture sockets arrived
-    auto ready = ReceiveReply(control_fd(), "ready");
-    if (!ready) {
-      KillAndReap();
-      return ready.error();
-    }
-    ready_ = true;
+  if (auto ready = AwaitReady(); !ready) {  // a run that ended before its capture sockets arrived
+    KillAndReap();
+    return ready.error();
   }
-  SBX_TRY(SendDatagram(control_fd(), json{{"stop", true}}.dump()));
+  if (!stop_sent_) SBX_TRY(SendDatagram(control_fd(), json{{"stop", true}}.dump()));
+  stop_sent_ = true;
   auto reply = ReceiveReply(control_fd(), "summary");
   if (!reply) {
     KillAndReap();

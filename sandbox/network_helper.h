@@ -5,13 +5,15 @@
 // Usage, in the runner (the parent of the sandbox):
 //   1. `auto helper = StartNetworkHelper(path, run_id, allowlist, audit_fd);` (path: the run's
 //      own setting, else DefaultNetworkHelperPath() in network_run.h) before cloning the
-//      sandbox child: forks and executes sbx-netd and sends the run's policy (a missing
-//      binary fails here; a policy netd refuses fails at step 2).
+//      sandbox child: forks and executes sbx-netd and sends the run's policy without waiting
+//      for either (a binary that is missing or not executable fails here; any other execve
+//      error and a policy netd refuses fail at step 2).
 //   2. `helper->SendCaptureSockets(sockets)` with the sockets the child bound inside its
 //      network namespace; returns once netd serves them. The runner then closes its copies.
 //   3. While the run lasts, poll `control_fd()` (POLLIN/POLLHUP before Stop means netd died:
 //      end the run as network_helper_died) or the pidfd.
-//   4. `helper->Stop()` when the run has ended: the summary for the run's result.
+//   4. `helper->RequestStop()` as soon as the run has ended (optional: netd winds down while
+//      the runner cleans up), then `helper->Stop()`: the summary for the run's result.
 // Destroying a NetworkHelper kills the helper (SIGKILL) and reaps it, whatever state it is in.
 // The helper also dies with the thread that started it (PR_SET_PDEATHSIG): start it from a
 // thread that lives as long as the run.
@@ -58,7 +60,10 @@ class NetworkHelper {
   // Waits for "ready" (step 2) if it has not come yet, then step 3 of the protocol, in
   // batches of kNetdMaxFdsPerMessage; waits for "serving".
   Result<void> SendCaptureSockets(const std::vector<CaptureSocketSpec>& sockets);
-  // Step 5: "stop", then the summary; reaps the helper (killing it if it does not exit).
+  // Step 5 without waiting for the answer; nothing before "ready" (Stop handles that case).
+  void RequestStop();
+  // Step 5 (unless RequestStop sent it), then the summary; reaps the helper (killing it if it
+  // does not exit).
   Result<NetworkSummary> Stop();
 
   int control_fd() const { return control_.get(); }
@@ -74,13 +79,18 @@ class NetworkHelper {
                                                                    const NetworkAllowlist&, int,
                                                                    const std::string&);
   NetworkHelper() = default;
+  // Waits for "ready" once; an execve failure of the helper is reported here.
+  Result<void> AwaitReady();
   void KillAndReap();
 
+  std::string binary_;
   UniqueFd control_;
+  UniqueFd exec_status_;  // the exec-error pipe's read end, until "ready"
   UniqueFd pidfd_;
   pid_t pid_ = -1;
   bool reaped_ = false;
   bool ready_ = false;  // "ready" received (SendCaptureSockets waits for it first)
+  bool stop_sent_ = false;
   int wait_status_ = -1;
 };
 

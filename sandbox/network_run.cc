@@ -91,6 +91,10 @@ Result<void> AllowlistRun::HandOver(bool* child_failed) {
   return Ok{};
 }
 
+void AllowlistRun::RequestStop() {
+  if (helper_) helper_->RequestStop();
+}
+
 void AllowlistRun::Finish(NetworkOutcome* outcome) {
   finished_ = true;
   if (helper_) {

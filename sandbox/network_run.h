@@ -5,7 +5,8 @@
 //   the child      plan(): routes + capture sockets (network_capture.h), resolv.conf;
 //   after clone    ChildStarted(); HandOver(): the child's sockets go to sbx-netd;
 //   supervision    helper_fd(): its hang-up kills the run (network_helper_died);
-//   the end        Finish(): "stop", the summary, the log's hash, into the run's result.
+//   the end        RequestStop(): "stop", unanswered yet, while the runner cleans up;
+//                  Finish(): the summary, the log's hash, into the run's result.
 // Any failure before the program starts refuses the run: allowlist never degrades.
 #pragma once
 
@@ -49,6 +50,8 @@ class AllowlistRun {
   // leaves `*child_failed` set.
   Result<void> HandOver(bool* child_failed);
   int helper_fd() const { return helper_ ? helper_->control_fd() : -1; }
+  // The run has ended: sbx-netd may wind down while the runner cleans up (no wait).
+  void RequestStop();
   // Stops the helper and fills the result's network summary (also after a failed run).
   void Finish(NetworkOutcome* outcome);
 

@@ -2,7 +2,8 @@
 // sandbox's traffic, in this order:
 //   1. PR_SET_PDEATHSIG(SIGKILL), then exit if the runner is already gone (the parent changed):
 //      netd must never outlive the run it serves. EOF on the control socket is the backstop.
-//   2. RLIMIT_NOFILE 4096 (soft and hard): two fds per relayed connection, bounded.
+//   2. RLIMIT_NOFILE 4096 (soft and hard): six fds per relayed connection (two sockets, two
+//      pipes), bounded.
 //   3. As root: drop the capability bounding set and ambient set, setgroups(0), then gid and
 //      uid 65534 (nobody): netd needs no privilege, its sockets come ready-made.
 //   4. Empty the effective, permitted and inheritable capability sets (a non-root runner with

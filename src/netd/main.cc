@@ -2,6 +2,7 @@
 // the sandbox bound inside its own (sandbox/network_helper_protocol.h says how it is started
 // and spoken to). This file is the order; each step's how lives in its own file.
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -46,6 +47,11 @@ int Serve() {
   // 3. The capture sockets, served as soon as all have arrived.
   auto captures = ReceiveCaptureSockets(kNetdControlFd);
   if (!captures) return Fail(captures.error());
+  // splice(2) into a socket has no MSG_NOSIGNAL: a sandbox that resets a connection netd is
+  // writing to would otherwise kill netd, and with it the run.
+  if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+    return Fail(SysError(ErrorCode::kSetupFailed, "signal(SIGPIPE)"));
+  }
   boost::asio::io_context io(1);
   NetdServer server(io, context);
   for (CaptureSocket& capture : *captures) {

@@ -32,7 +32,8 @@ const std::vector<SeccompRule>& NetdAllowedSyscalls() {
       {"eventfd2", "Asio's interrupter"},
       {"timerfd_create", "Asio's timers"},
       {"timerfd_settime", "Asio's timers"},
-      {"pipe2", "Asio's interrupter when eventfd is missing"},
+      {"pipe2", "the relay's pipes; Asio's interrupter when eventfd is missing"},
+      {"splice", "the relay: socket -> pipe -> socket in the kernel"},
       {"poll", "glibc's resolver waits for DNS answers"},
       {"ppoll", "glibc's resolver waits for DNS answers"},
       // Descriptors and sockets.
@@ -43,7 +44,7 @@ const std::vector<SeccompRule>& NetdAllowedSyscalls() {
       {"pread64", "NSS module loading"},
       {"lseek", "glibc stdio on /etc files"},
       {"close", "every fd"},
-      {"fcntl", "O_NONBLOCK, FD_CLOEXEC"},
+      {"fcntl", "O_NONBLOCK, FD_CLOEXEC, F_SETPIPE_SZ"},
       {"fstat", "glibc stdio, NSS module loading"},
       {"newfstatat", "glibc checks /etc/resolv.conf and nsswitch.conf for changes"},
       {"statx", "glibc stat on newer kernels"},

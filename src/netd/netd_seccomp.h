@@ -4,7 +4,8 @@
 // new process. The runner sees netd die and ends the run (network_helper_died).
 //
 // What netd does while serving, and so what the list holds: epoll/eventfd/timerfd (Asio's
-// reactor), socket I/O on inherited and new TCP sockets, the resolver thread Asio starts for
+// reactor), socket I/O on inherited and new TCP sockets, splice(2) through pipes (the relay),
+// the resolver thread Asio starts for
 // getaddrinfo (clone with CLONE_THREAD only; clone3 answers ENOSYS so glibc falls back to
 // clone, whose flags a filter can read), and what glibc's getaddrinfo needs: read-only opens of
 // /etc/hosts, /etc/resolv.conf, /etc/nsswitch.conf and NSS modules, UDP and NETLINK_ROUTE

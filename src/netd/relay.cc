@@ -1,11 +1,26 @@
-// Relays bytes both ways with half-close, idle, egress-limit and stop handling.
+// Relays bytes both ways through splice(2) pipes, with half-close, idle, egress-limit and stop
+// handling.
 #include "src/netd/relay.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 
+#include <cerrno>
+
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
 namespace sbx::netd {
+namespace {
+
+constexpr unsigned kSpliceFlags = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
+// Splices one direction makes before it lets the other connections, the other direction and
+// the timers run (netd has one thread).
+constexpr int kSplicesPerTurn = 16;
+// A direction that has carried this much is a bulk transfer: its pipe grows.
+constexpr uint64_t kGrowPipeAfterBytes = 256 * 1024;
+
+}  // namespace
 
 const char* RelayEndName(RelayEnd end) {
   switch (end) {
@@ -33,8 +48,8 @@ void ResetAndClose(boost::asio::ip::tcp::socket& socket) {
 
 Relay::Relay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
              NetdContext& context)
-    : up_{client, upstream, true, {}},
-      down_{upstream, client, false, {}},
+    : up_{client, upstream, true},
+      down_{upstream, client, false},
       context_(context),
       idle_timer_(client.get_executor()),
       idle_timeout_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -45,51 +60,92 @@ void Relay::Start(std::vector<uint8_t> first_bytes, std::shared_ptr<void> owner,
   owner_ = std::move(owner);
   done_ = std::move(done);
   last_activity_ = std::chrono::steady_clock::now();
-  up_.buffer.resize(kRelayBufferBytes);
-  down_.buffer.resize(kRelayBufferBytes);
-  WatchIdle();
-  Read(down_);
-  if (first_bytes.empty()) {
-    Read(up_);
-    return;
+  boost::system::error_code client_ec, upstream_ec;
+  up_.from.native_non_blocking(true, client_ec);
+  up_.to.native_non_blocking(true, upstream_ec);
+  // EMFILE here (4 more fds per connection) ends this connection only.
+  if (client_ec || upstream_ec || !OpenPipe(up_) || !OpenPipe(down_)) {
+    return Finish(RelayEnd::kReset, true);
   }
-  // The first bytes were read before the decision; they go out as the first write up.
-  const size_t size = first_bytes.size();
-  up_.buffer = std::move(first_bytes);
-  if (up_.buffer.size() < kRelayBufferBytes) up_.buffer.resize(kRelayBufferBytes);
-  Write(up_, size);
+  WatchIdle();
+  Pump(down_);
+  if (finished_) return;
+  if (first_bytes.empty()) return Pump(up_);
+  // The first bytes were read before the decision; they go out before anything spliced.
+  if (!Count(up_, first_bytes.size())) return;
+  auto bytes = std::make_shared<std::vector<uint8_t>>(std::move(first_bytes));
+  boost::asio::async_write(up_.to, boost::asio::buffer(*bytes),
+                           [this, bytes, owner = owner_](boost::system::error_code ec, size_t) {
+                             if (finished_) return;
+                             if (ec) return Finish(RelayEnd::kReset, true);
+                             Pump(up_);
+                           });
 }
 
-void Relay::Read(Direction& direction) {
-  direction.from.async_read_some(
-      boost::asio::buffer(direction.buffer.data(), kRelayBufferBytes),
-      [this, &direction, owner = owner_](boost::system::error_code ec, size_t size) {
-        if (finished_) return;
-        if (ec == boost::asio::error::eof) return OnEndOfStream(direction);
-        if (ec) return Finish(RelayEnd::kReset, true);
-        Write(direction, size);
-      });
+bool Relay::OpenPipe(Direction& direction) {
+  int ends[2];
+  if (pipe2(ends, O_NONBLOCK | O_CLOEXEC) != 0) return false;
+  direction.pipe_out.reset(ends[0]);
+  direction.pipe_in.reset(ends[1]);
+  return true;
 }
 
-void Relay::Write(Direction& direction, size_t size) {
+void Relay::Pump(Direction& direction) {
+  for (int splices = 0; splices < kSplicesPerTurn; ++splices) {
+    if (direction.in_pipe > 0) {
+      const ssize_t out = splice(direction.pipe_out.get(), nullptr, direction.to.native_handle(),
+                                 nullptr, direction.in_pipe, kSpliceFlags);
+      if (out < 0 && errno == EINTR) continue;
+      if (out < 0 && errno == EAGAIN) return Await(direction, boost::asio::socket_base::wait_write);
+      if (out <= 0) return Finish(RelayEnd::kReset, true);
+      direction.in_pipe -= static_cast<size_t>(out);
+      last_activity_ = std::chrono::steady_clock::now();
+      continue;
+    }
+    // The pipe is empty: as much as it holds (the kernel stops at its capacity).
+    const ssize_t in = splice(direction.from.native_handle(), nullptr, direction.pipe_in.get(),
+                              nullptr, kRelayPipeBytes, kSpliceFlags);
+    if (in == 0) return OnEndOfStream(direction);
+    if (in < 0 && errno == EINTR) continue;
+    if (in < 0 && errno == EAGAIN) return Await(direction, boost::asio::socket_base::wait_read);
+    if (in < 0) return Finish(RelayEnd::kReset, true);
+    if (!Count(direction, static_cast<size_t>(in))) return;
+    direction.in_pipe = static_cast<size_t>(in);
+  }
+  boost::asio::post(direction.from.get_executor(), [this, &direction, owner = owner_] {
+    if (!finished_) Pump(direction);
+  });
+}
+
+bool Relay::Count(Direction& direction, size_t size) {
   last_activity_ = std::chrono::steady_clock::now();
   if (direction.upstream_bound) {
     const RunSummary& totals = context_.counters.summary();
     if (totals.bytes_up + size > context_.policy.limits.egress_bytes_max) {
-      return Finish(RelayEnd::kLimitBytes, true);
+      Finish(RelayEnd::kLimitBytes, true);
+      return false;
     }
     context_.counters.AddBytesUp(size);
   } else {
     context_.counters.AddBytesDown(size);
   }
+  const bool was_small = direction.bytes < kGrowPipeAfterBytes;
   direction.bytes += size;
-  boost::asio::async_write(
-      direction.to, boost::asio::buffer(direction.buffer.data(), size),
-      [this, &direction, owner = owner_](boost::system::error_code ec, size_t) {
-        if (finished_) return;
-        if (ec) return Finish(RelayEnd::kReset, true);
-        Read(direction);
-      });
+  if (was_small && direction.bytes >= kGrowPipeAfterBytes) {
+    // Best effort: over the uid's pipe quota (fs.pipe-user-pages-soft) this fails with EPERM
+    // and the pipe keeps its size.
+    (void)fcntl(direction.pipe_in.get(), F_SETPIPE_SZ, kRelayPipeBytes);
+  }
+  return true;
+}
+
+void Relay::Await(Direction& direction, boost::asio::socket_base::wait_type what) {
+  auto& socket = what == boost::asio::socket_base::wait_read ? direction.from : direction.to;
+  socket.async_wait(what, [this, &direction, owner = owner_](boost::system::error_code ec) {
+    if (finished_) return;
+    if (ec) return Finish(RelayEnd::kReset, true);
+    Pump(direction);
+  });
 }
 
 void Relay::OnEndOfStream(Direction& direction) {
@@ -124,6 +180,11 @@ void Relay::Finish(RelayEnd end, bool reset) {
     boost::system::error_code ec;
     up_.from.close(ec);
     up_.to.close(ec);
+  }
+  // Bytes still in a pipe are dropped with it; its pages go back to the uid's quota now.
+  for (Direction* direction : {&up_, &down_}) {
+    direction->pipe_out.reset();
+    direction->pipe_in.reset();
   }
   auto done = std::move(done_);
   owner_.reset();

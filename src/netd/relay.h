@@ -1,25 +1,31 @@
 // The byte relay of an allowed connection: the sandbox's socket <-> the upstream socket, both
 // ways at once, until both sides have finished or the relay is cut.
 //
-// - 64 KiB per direction; a direction reads again only when its last chunk has been written, so
-//   a slow reader slows its writer down instead of filling netd's memory.
+// - In the kernel: per direction a pipe, socket -> pipe -> socket with splice(2), so relayed
+//   bytes are never copied into netd. Asio only says when a socket is ready (async_wait); the
+//   sockets are non-blocking and the splices are made here.
+// - A direction reads again only when its pipe has been emptied into the other socket, so a
+//   slow reader slows its writer down. Pipes start at the kernel's default size; a direction
+//   that fills its pipe grows it to kRelayPipeBytes (best effort: pipe pages are accounted to
+//   netd's uid, shared by every run).
 // - Half-close aware: end of stream from one side becomes shutdown(SHUT_WR) towards the other,
 //   and the other direction keeps flowing (HTTP/1.0 clients, `nc -q`).
 // - Cut, with a reset towards both sides, on an error in either direction, after
 //   idle_timeout_seconds without a byte either way, when the run's egress_bytes_max would be
-//   exceeded, and when netd stops.
-// Bytes are counted into the run's counters as they are relayed.
+//   exceeded (the chunk that would exceed it is not sent), and when netd stops.
+// Bytes are counted into the run's counters as they enter a pipe.
+// netd must ignore SIGPIPE: splice(2) to a socket has no MSG_NOSIGNAL.
 #pragma once
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
-
+#include "sandbox/unique_fd.h"
 #include "src/netd/netd_context.h"
 
 namespace sbx::netd {
@@ -27,7 +33,8 @@ namespace sbx::netd {
 enum class RelayEnd { kFin, kReset, kIdle, kLimitBytes, kStop };
 const char* RelayEndName(RelayEnd end);  // "fin", "reset", "idle", "limit_bytes", "stop"
 
-inline constexpr size_t kRelayBufferBytes = 64 * 1024;
+// What a direction's pipe grows to once it has been filled: larger splices, fewer wake-ups.
+inline constexpr int kRelayPipeBytes = 1024 * 1024;
 
 class Relay {
  public:
@@ -47,16 +54,24 @@ class Relay {
 
  private:
   struct Direction {
+    Direction(boost::asio::ip::tcp::socket& from_socket, boost::asio::ip::tcp::socket& to_socket,
+              bool to_upstream)
+        : from(from_socket), to(to_socket), upstream_bound(to_upstream) {}
     boost::asio::ip::tcp::socket& from;
     boost::asio::ip::tcp::socket& to;
     bool upstream_bound;  // sandbox -> upstream: counted against egress_bytes_max
-    std::vector<uint8_t> buffer;
+    UniqueFd pipe_out;    // read end
+    UniqueFd pipe_in;     // write end
+    size_t in_pipe = 0;   // spliced in, not yet spliced out
     uint64_t bytes = 0;
     bool finished = false;
   };
 
-  void Read(Direction& direction);
-  void Write(Direction& direction, size_t size);
+  bool OpenPipe(Direction& direction);
+  void Pump(Direction& direction);
+  bool Count(Direction& direction, size_t size);
+  void Await(Direction& direction, boost::asio::socket_base::wait_type what);
+  void WriteFirstBytes(std::shared_ptr<std::vector<uint8_t>> bytes);
   void OnEndOfStream(Direction& direction);
   void WatchIdle();
   void Finish(RelayEnd end, bool reset);

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -39,7 +41,9 @@ NetworkRule Rule(const std::string& text) {
 }
 
 // A TCP server on 127.0.0.1 (the host side, the "internet" here): for each connection it reads
-// until end of stream, answers "echo:" + what it read, and closes. Counts connections.
+// until end of stream, answers "echo:" + what it read (or, after set_reply_bytes(n), n bytes of
+// 'x'), and closes. After set_greet_first(), it instead sends "hello\n" and shuts down its
+// sending side first, then reads until end of stream. Counts connections and bytes received.
 class UpstreamServer {
  public:
   UpstreamServer() {
@@ -60,6 +64,9 @@ class UpstreamServer {
   }
   uint16_t port() const { return port_; }
   int connections() const { return connections_; }
+  size_t received_bytes() const { return shared_->received_bytes; }
+  void set_reply_bytes(size_t bytes) { shared_->reply_bytes = bytes; }
+  void set_greet_first() { shared_->greet_first = true; }
 
  private:
   void Serve() {
@@ -67,15 +74,22 @@ class UpstreamServer {
       UniqueFd client(accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (!client) return;
       ++connections_;
-      std::thread([fd = client.release()] {
+      std::thread([shared = shared_, fd = client.release()] {
         UniqueFd connection(fd);
+        if (shared->greet_first) {
+          (void)!send(connection.get(), "hello\n", 6, MSG_NOSIGNAL);
+          shutdown(connection.get(), SHUT_WR);
+        }
         std::string received;
-        char buffer[4096];
+        char buffer[65536];
         ssize_t got;
         while ((got = read(connection.get(), buffer, sizeof(buffer))) > 0) {
           received.append(buffer, static_cast<size_t>(got));
+          shared->received_bytes += static_cast<size_t>(got);
         }
-        const std::string reply = "echo:" + received;
+        if (shared->greet_first) return;
+        const std::string reply =
+            shared->reply_bytes > 0 ? std::string(shared->reply_bytes, 'x') : "echo:" + received;
         (void)!send(connection.get(), reply.data(), reply.size(), MSG_NOSIGNAL);
       }).detach();
     }
@@ -84,6 +98,13 @@ class UpstreamServer {
   UniqueFd listener_;
   uint16_t port_ = 0;
   std::atomic<int> connections_{0};
+  // Shared with the connection threads, which may outlive the server.
+  struct Shared {
+    std::atomic<size_t> received_bytes{0};
+    std::atomic<size_t> reply_bytes{0};
+    std::atomic<bool> greet_first{false};
+  };
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
   std::thread thread_;
 };
 
@@ -360,6 +381,27 @@ class NetdTest : public ::testing::Test {
     return text;
   }
 
+  // StartServing(), and in `fake` the address netd's DNS gives the upstream ("localhost");
+  // null if either fails.
+  std::unique_ptr<NetworkHelper> StartRelaying(std::string& fake) {
+    auto helper = StartServing();
+    if (helper) fake = FakeAddressOf("localhost");
+    EXPECT_FALSE(fake.empty());
+    return fake.empty() ? nullptr : std::move(helper);
+  }
+
+  // The audit record of the connection to `fake`:<upstream port>, once netd has written it.
+  json RelayedRecord(const std::string& fake) {
+    const std::string dst = fake + ":" + std::to_string(upstream_.port());
+    for (int i = 0; i < 250; ++i) {
+      for (const json& record : ReadAuditLog(log_path_)) {
+        if (record["ev"] == "conn" && record["dst"] == dst) return record;
+      }
+      usleep(20'000);
+    }
+    return json();
+  }
+
   UpstreamServer upstream_;
   NetworkAllowlist allowlist_;
   SandboxSockets sandbox_;
@@ -519,6 +561,106 @@ TEST_F(NetdTest, LimitsConnectionsAndEgressBytes) {
   EXPECT_TRUE(limited_bytes);
 }
 
+bool Connect(int fd, const std::string& ip, uint16_t port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  inet_pton(AF_INET, ip.c_str(), &address.sin_addr);
+  const timeval timeout{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  return connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+}
+
+TEST_F(NetdTest, RelaysBulkBothWaysAndCountsEveryByte) {
+  std::string fake;
+  auto helper = StartRelaying(fake);
+  ASSERT_TRUE(helper);
+  // Far more than a pipe and the socket buffers hold: each side waits for the other, and the
+  // pipes grow.
+  const std::string request(6 << 20, 'u');
+  int error = 0;
+  const std::string reply =
+      Exchange(sandbox_.tcp_clients[0].get(), fake, upstream_.port(), request, true, error);
+  EXPECT_EQ(error, 0);
+  ASSERT_EQ(reply.size(), request.size() + 5);
+  EXPECT_TRUE(reply == "echo:" + request) << "the relayed bytes differ";
+  EXPECT_EQ(upstream_.received_bytes(), request.size());
+  const json record = RelayedRecord(fake);
+  EXPECT_EQ(record["end"], "fin");
+  EXPECT_EQ(record["bytes_up"], request.size());
+  EXPECT_EQ(record["bytes_down"], request.size() + 5);
+  auto summary = helper->Stop();
+  ASSERT_TRUE(summary);
+  EXPECT_EQ(summary->bytes_up, request.size());
+  EXPECT_EQ(summary->bytes_down, request.size() + 5);
+}
+
+TEST_F(NetdTest, UpstreamEndingFirstLeavesTheSandboxSideOpen) {
+  upstream_.set_greet_first();  // "hello\n", then its end of stream, then it reads
+  std::string fake;
+  auto helper = StartRelaying(fake);
+  ASSERT_TRUE(helper);
+  const int fd = sandbox_.tcp_clients[0].get();
+  ASSERT_TRUE(Connect(fd, fake, upstream_.port()));
+  char buffer[64];
+  EXPECT_EQ(recv(fd, buffer, sizeof(buffer), MSG_WAITALL), 6);  // "hello\n", then end of stream
+  EXPECT_EQ(std::string(buffer, 6), "hello\n");
+  // Its end of stream reached the sandbox as a half-close: the sandbox can still send.
+  ASSERT_EQ(send(fd, "after-eof", 9, MSG_NOSIGNAL), 9);
+  ASSERT_EQ(shutdown(fd, SHUT_WR), 0);
+  const json record = RelayedRecord(fake);
+  EXPECT_EQ(record["end"], "fin");
+  EXPECT_EQ(record["bytes_up"], 9);
+  EXPECT_EQ(record["bytes_down"], 6);
+  EXPECT_EQ(upstream_.received_bytes(), 9u);
+  auto summary = helper->Stop();
+  ASSERT_TRUE(summary);
+  EXPECT_EQ(summary->bytes_up, 9u);
+  EXPECT_EQ(summary->bytes_down, 6u);
+}
+
+TEST_F(NetdTest, SurvivesASandboxThatResetsWhileItIsBeingWritten) {
+  upstream_.set_reply_bytes(64 << 20);
+  std::string fake;
+  auto helper = StartRelaying(fake);
+  ASSERT_TRUE(helper);
+  const int fd = sandbox_.tcp_clients[0].get();
+  ASSERT_TRUE(Connect(fd, fake, upstream_.port()));
+  ASSERT_EQ(send(fd, "x", 1, MSG_NOSIGNAL), 1);
+  ASSERT_EQ(shutdown(fd, SHUT_WR), 0);
+  std::vector<char> buffer(65536);
+  ASSERT_EQ(recv(fd, buffer.data(), buffer.size(), MSG_WAITALL), 65536);
+  // Closing with unread bytes resets. netd's socket had the sandbox's end of stream, so its
+  // next write fails with EPIPE, which raises SIGPIPE unless netd ignores it.
+  sandbox_.tcp_clients[0].reset();
+  const json record = RelayedRecord(fake);
+  EXPECT_EQ(record["end"], "reset");
+  auto summary = helper->Stop();
+  ASSERT_TRUE(summary) << summary.error().message;
+  EXPECT_TRUE(WIFEXITED(helper->wait_status()) && WEXITSTATUS(helper->wait_status()) == 0)
+      << "wait status " << helper->wait_status();
+}
+
+TEST_F(NetdTest, CutsALargeUploadAtTheEgressLimit) {
+  allowlist_.limits.egress_bytes_max = 1 << 20;
+  std::string fake;
+  auto helper = StartRelaying(fake);
+  ASSERT_TRUE(helper);
+  int error = 0;
+  Exchange(sandbox_.tcp_clients[0].get(), fake, upstream_.port(), std::string(8 << 20, 'u'), true,
+           error);
+  // Reset while sending, or after (the socket buffers took it all): then shutdown says so.
+  EXPECT_TRUE(error == ECONNRESET || error == EPIPE || error == ENOTCONN) << std::strerror(error);
+  const json record = RelayedRecord(fake);
+  EXPECT_EQ(record["end"], "limit_bytes");
+  EXPECT_LE(record["bytes_up"].get<uint64_t>(), 1u << 20);
+  EXPECT_GT(record["bytes_up"].get<uint64_t>(), 0u);
+  auto summary = helper->Stop();
+  ASSERT_TRUE(summary);
+  EXPECT_EQ(summary->bytes_up, record["bytes_up"].get<uint64_t>());
+  EXPECT_LE(upstream_.received_bytes(), summary->bytes_up);
+}
+
 TEST_F(NetdTest, EndsWhenTheRunnerHangsUp) {
   auto helper = StartServing();
   ASSERT_TRUE(helper);
@@ -532,6 +674,22 @@ TEST_F(NetdTest, ReportsAMissingBinary) {
   ASSERT_FALSE(helper);
   EXPECT_NE(helper.error().message.find("execve(/nonexistent/sbx-netd)"), std::string::npos)
       << helper.error().message;
+}
+
+TEST_F(NetdTest, ReportsAnExecveFailureWhenWaitingForReady) {
+  // Executable but not a program: found at start, refused by execve, which the runner is not
+  // waiting for then; the wait for "ready" reports it.
+  const std::string path = ::testing::TempDir() + "not-sbx-netd-" + std::to_string(getpid());
+  std::ofstream(path) << "not an executable format\n";
+  ASSERT_EQ(chmod(path.c_str(), 0755), 0);
+  auto helper = StartNetworkHelper(path, "run", allowlist_, -1);
+  ASSERT_TRUE(helper) << helper.error().message;
+  auto serving = (*helper)->SendCaptureSockets({});
+  unlink(path.c_str());
+  ASSERT_FALSE(serving);
+  EXPECT_NE(serving.error().message.find("execve(" + path + "): Exec format error"),
+            std::string::npos)
+      << serving.error().message;
 }
 
 TEST_F(NetdTest, StopBeforeTheCaptureSocketsIsAProtocolError) {
