@@ -227,10 +227,8 @@ Result<std::unique_ptr<SeccompProgram>> Compile(const SeccompOptions& options) {
   int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
   if (rc < 0) return SysError(ErrorCode::kInternal, "seccomp_attr_set(ACT_BADARCH)", -rc);
   SBX_TRY_CTX(AddAllRules(ctx.get(), options), "seccomp");
-  auto instructions = ExportBpf(ctx.get());
-  if (!instructions) return instructions.error().Context("seccomp");
-  auto program = std::make_unique<SeccompProgram>();
-  program->instructions = std::move(*instructions);
+  auto program = ExportSeccompProgram(ctx.get());
+  if (!program) return program.error().Context("seccomp");
   return program;
 }
 
@@ -315,6 +313,14 @@ const std::vector<SeccompRule>& DeniedSyscalls() {
 sock_fprog SeccompProgram::AsFprog() const {
   return sock_fprog{static_cast<unsigned short>(instructions.size()),
                     const_cast<sock_filter*>(instructions.data())};
+}
+
+Result<std::unique_ptr<SeccompProgram>> ExportSeccompProgram(void* libseccomp_filter) {
+  auto instructions = ExportBpf(static_cast<scmp_filter_ctx>(libseccomp_filter));
+  if (!instructions) return instructions.error();
+  auto program = std::make_unique<SeccompProgram>();
+  program->instructions = std::move(*instructions);
+  return program;
 }
 
 Result<std::unique_ptr<SeccompProgram>> CompileSeccompProgramUncached(const SeccompOptions& options) {

@@ -60,6 +60,10 @@ Result<const SeccompProgram*> CompileSeccompProgram(const SeccompOptions& option
 // generator and the test that checks the embedded program is current).
 Result<std::unique_ptr<SeccompProgram>> CompileSeccompProgramUncached(const SeccompOptions& options);
 
+// The BPF program libseccomp made of a filter context (a scmp_filter_ctx, passed as void* so
+// this header does not need seccomp.h): for other filters built on the same tooling (sbx-netd's).
+Result<std::unique_ptr<SeccompProgram>> ExportSeccompProgram(void* libseccomp_filter);
+
 // Installs `program` for all threads of the calling process. Requires no_new_privs (or
 // CAP_SYS_ADMIN). Async-signal-safe. Returns 0 or the errno of seccomp(2); EBUSY when TSYNC
 // could not synchronize a thread (then no thread was filtered).

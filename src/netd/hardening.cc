@@ -65,9 +65,6 @@ Result<void> HardenProcess() {
   // The runner set PR_SET_PDEATHSIG before execve and checked it was still our parent, so the
   // parent now is the runner (pid 1 too, when the runner is a container's init).
   const pid_t runner = getppid();
-  // Compiled while every syscall is still allowed (libseccomp allocates and reads tables).
-  auto filter = CompileNetdSeccompFilter();
-  if (!filter) return filter.error();
   SBX_TRY(DieWithParent(runner));
   SBX_TRY(LimitOpenFiles());
   SBX_TRY(DropPrivileges());
@@ -78,7 +75,11 @@ Result<void> HardenProcess() {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     return SysError(ErrorCode::kSetupFailed, "prctl(PR_SET_NO_NEW_PRIVS)");
   }
-  return InstallNetdSeccompFilter(**filter);
+  // Compiled at build time: nothing to allocate or read here, and no libseccomp at run time.
+  if (int err = InstallSeccompInChild(NetdSeccompProgram()); err != 0) {
+    return SysError(ErrorCode::kSetupFailed, "seccomp(netd filter)", err);
+  }
+  return Ok{};
 }
 
 }  // namespace sbx::netd

@@ -1,4 +1,4 @@
-// The allowlist of syscalls sbx-netd makes while serving, compiled with libseccomp.
+// The allowlist of syscalls sbx-netd makes while serving, compiled with libseccomp at build time.
 #include "src/netd/netd_seccomp.h"
 
 #include <fcntl.h>
@@ -9,18 +9,14 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <iterator>
 #include <string>
 
+#ifndef SBX_NETD_SECCOMP_NO_PREBUILT
+#include "netd_seccomp_prebuilt.inc"  // kPrebuiltNetdFilter[], generated at build time
+#endif
+
 namespace sbx::netd {
-
-struct NetdSeccompFilter {
-  scmp_filter_ctx ctx = nullptr;
-};
-
-void NetdSeccompFilterDeleter::operator()(NetdSeccompFilter* filter) const {
-  if (filter->ctx != nullptr) seccomp_release(filter->ctx);
-  delete filter;
-}
 
 const std::vector<SeccompRule>& NetdAllowedSyscalls() {
   static const auto* const kRows = new std::vector<SeccompRule>{
@@ -132,11 +128,15 @@ std::vector<ArgRule> ArgumentRules() {
 
 }  // namespace
 
-Result<NetdSeccompFilterPtr> CompileNetdSeccompFilter() {
-  NetdSeccompFilterPtr filter(new NetdSeccompFilter);
-  filter->ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
-  if (filter->ctx == nullptr) return MakeError(ErrorCode::kInternal, "seccomp_init failed");
-  int rc = seccomp_attr_set(filter->ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+Result<std::unique_ptr<SeccompProgram>> CompileNetdSeccompProgramUncached() {
+  struct Context {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+    ~Context() {
+      if (ctx != nullptr) seccomp_release(ctx);
+    }
+  } filter;
+  if (filter.ctx == nullptr) return MakeError(ErrorCode::kInternal, "seccomp_init failed");
+  int rc = seccomp_attr_set(filter.ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
   if (rc < 0) return SysError(ErrorCode::kInternal, "seccomp_attr_set(ACT_BADARCH)", -rc);
   auto add = [&](const char* name, uint32_t action,
                  const std::vector<scmp_arg_cmp>& when) -> Result<void> {
@@ -145,7 +145,7 @@ Result<NetdSeccompFilterPtr> CompileNetdSeccompFilter() {
       return MakeError(ErrorCode::kInternal, std::string("netd seccomp: unknown syscall ") + name);
     }
     const int added =
-        seccomp_rule_add_array(filter->ctx, action, nr, static_cast<unsigned>(when.size()),
+        seccomp_rule_add_array(filter.ctx, action, nr, static_cast<unsigned>(when.size()),
                                when.empty() ? nullptr : when.data());
     if (added < 0) {
       return SysError(ErrorCode::kInternal, std::string("seccomp_rule_add(") + name + ")", -added);
@@ -156,13 +156,18 @@ Result<NetdSeccompFilterPtr> CompileNetdSeccompFilter() {
     SBX_TRY(add(row.syscall, SCMP_ACT_ALLOW, {}));
   }
   for (const ArgRule& rule : ArgumentRules()) SBX_TRY(add(rule.syscall, rule.action, rule.when));
-  return filter;
+  return ExportSeccompProgram(filter.ctx);
 }
 
-Result<void> InstallNetdSeccompFilter(const NetdSeccompFilter& filter) {
-  const int rc = seccomp_load(filter.ctx);
-  if (rc < 0) return SysError(ErrorCode::kSetupFailed, "seccomp_load(netd filter)", -rc);
-  return Ok{};
+#ifndef SBX_NETD_SECCOMP_NO_PREBUILT
+const SeccompProgram& NetdSeccompProgram() {
+  static const SeccompProgram* const kProgram = [] {
+    auto* program = new SeccompProgram;
+    program->instructions.assign(std::begin(kPrebuiltNetdFilter), std::end(kPrebuiltNetdFilter));
+    return program;
+  }();
+  return *kProgram;
 }
+#endif
 
 }  // namespace sbx::netd

@@ -20,15 +20,12 @@
 
 namespace sbx::netd {
 
-struct NetdSeccompFilter;
-struct NetdSeccompFilterDeleter {
-  void operator()(NetdSeccompFilter* filter) const;
-};
-using NetdSeccompFilterPtr = std::unique_ptr<NetdSeccompFilter, NetdSeccompFilterDeleter>;
-
-Result<NetdSeccompFilterPtr> CompileNetdSeccompFilter();
-// Loads the filter into the calling process (no_new_privs must be set). Irreversible.
-Result<void> InstallNetdSeccompFilter(const NetdSeccompFilter& filter);
+// The filter, compiled from the tables below by libseccomp at build time
+// (src/netd/gen/netd_seccomp_gen.cc): netd's start pays no compile. A unit test checks it
+// equals a fresh compile. Install it with InstallSeccompInChild (no_new_privs must be set).
+const SeccompProgram& NetdSeccompProgram();
+// Compiles the tables now, with libseccomp (the generator and that test).
+Result<std::unique_ptr<SeccompProgram>> CompileNetdSeccompProgramUncached();
 
 // The syscalls allowed whatever their arguments, with why netd needs each.
 const std::vector<SeccompRule>& NetdAllowedSyscalls();
