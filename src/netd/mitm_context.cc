@@ -59,6 +59,21 @@ Result<void> AddCertificates(X509_STORE* store, const std::string& pem) {
   return Ok{};
 }
 
+// The host's store, as OpenSSL was built to find it: the bundle file, read now, and the hashed
+// directory, read per lookup ("<dir>/<hash>.0"). Not SSL_CTX_set_default_verify_paths: in
+// OpenSSL 3 it also adds the "store" loader, which lists the directory (an O_DIRECTORY open and
+// getdents that netd's seccomp filter kills); these lookups only open files read-only.
+Result<void> AddHostTrustStore(X509_STORE* store) {
+  X509_LOOKUP* file = X509_STORE_add_lookup(store, X509_LOOKUP_file());
+  X509_LOOKUP* directory = X509_STORE_add_lookup(store, X509_LOOKUP_hash_dir());
+  if (file == nullptr || directory == nullptr) return TlsSetupError("upstream: trust store lookups");
+  // A host without one of them verifies with the other (or only upstream_ca_pem).
+  X509_LOOKUP_load_file(file, X509_get_default_cert_file(), X509_FILETYPE_PEM);
+  X509_LOOKUP_add_dir(directory, X509_get_default_cert_dir(), X509_FILETYPE_PEM);
+  ERR_clear_error();
+  return Ok{};
+}
+
 Result<void> CheckCa(const TlsConfig& config) {
   BIO* cert_bio = BIO_new_mem_buf(config.ca_cert_pem.data(),
                                   static_cast<int>(config.ca_cert_pem.size()));
@@ -93,11 +108,7 @@ Result<std::unique_ptr<MitmContext>> MitmContext::Create(TlsConfig config,
   if (SSL_CTX_set_min_proto_version(upstream, TLS1_2_VERSION) != 1) {
     return TlsSetupError("upstream: minimum TLS 1.2");
   }
-  // The host's store: OpenSSL's default file (read now) and hashed directory (read per
-  // lookup, read-only opens that netd's seccomp filter allows).
-  if (SSL_CTX_set_default_verify_paths(upstream) != 1) {
-    return TlsSetupError("upstream: load the host's trust store");
-  }
+  SBX_TRY(AddHostTrustStore(SSL_CTX_get_cert_store(upstream)));
   SBX_TRY(AddCertificates(SSL_CTX_get_cert_store(upstream), context->config_.upstream_ca_pem));
   SSL_CTX_set_verify(upstream, SSL_VERIFY_PEER, nullptr);
   if (SSL_CTX_set_alpn_protos(upstream, kAlpnHttp11, sizeof(kAlpnHttp11)) != 0) {

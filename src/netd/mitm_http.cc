@@ -75,9 +75,12 @@ asio::awaitable<bool> MitmSession::Exchange() {
   record.path = PathWithoutQuery(ToStd(request.target()));
   RequestVerdict verdict = DecideAndInject(mitm_.rules(), mitm_.secrets(), name_, 443, request);
   if (!verdict.allowed) {
-    co_await Respond(403, "blocked by sbx network policy: " + verdict.reason +
-                              (verdict.rule.empty() ? "" : " (" + verdict.rule + ")") + ": " +
-                              verdict.explanation);
+    // Built before the co_await: GCC 12 mishandles temporaries of a conditional expression
+    // inside a co_await's full-expression.
+    std::string page = "blocked by sbx network policy: " + verdict.reason;
+    if (!verdict.rule.empty()) page += " (" + verdict.rule + ")";
+    page += ": " + verdict.explanation;
+    co_await Respond(403, std::move(page));
     record.status = 403;
     record.reason = verdict.reason;
     record.rule = verdict.rule;

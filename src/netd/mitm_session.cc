@@ -98,10 +98,9 @@ asio::awaitable<void> MitmSession::AnswerUpstreamFailure() {
                                    asio::redirect_error(use_awaitable, ec));
   if (ec) co_return;
   const bool verify = upstream_failure_ == "tls_verify_failed";
-  co_await Respond(502, std::string("sbx: ") +
-                            (verify ? "upstream certificate verification failed for "
-                                    : "upstream TLS connection failed for ") +
-                            name_);
+  std::string page = verify ? "sbx: upstream certificate verification failed for "
+                            : "sbx: upstream TLS connection failed for ";
+  co_await Respond(502, page + name_);
   HttpAuditRecord record;
   record.name = name_;
   record.method = std::string(ToStd(parser.get().method_string()));
@@ -114,7 +113,7 @@ asio::awaitable<void> MitmSession::AnswerUpstreamFailure() {
   context_.log.LogHttp(record);
 }
 
-asio::awaitable<void> MitmSession::Respond(unsigned status, const std::string& text) {
+asio::awaitable<void> MitmSession::Respond(unsigned status, std::string text) {
   http::response<http::string_body> response(static_cast<http::status>(status), 11);
   response.set(http::field::content_type, "text/plain");
   response.set(http::field::connection, "close");
@@ -158,9 +157,12 @@ void MitmSession::Cut(RelayEnd end) {
   cut_ = true;
   outcome_.end = end;
   if (end == RelayEnd::kLimitBytes) outcome_.reason = "limit_bytes";
-  // Pending operations complete with operation_aborted; Run unwinds and Finish runs.
+  // Pending operations complete with operation_aborted and Run unwinds, later.
   ResetAndClose(client_.next_layer().socket());
   ResetAndClose(upstream_.next_layer().socket());
+  // Recorded now, as the relay does: when netd stops, the io_context stops right after and
+  // Run would never unwind. Run's late completion finds the session finished.
+  Finish();
 }
 
 void MitmSession::Finish() {

@@ -70,7 +70,7 @@ class MitmSession : public std::enable_shared_from_this<MitmSession> {
   boost::asio::awaitable<void> Run();
   boost::asio::awaitable<void> HandshakeUpstream();
   boost::asio::awaitable<void> AnswerUpstreamFailure();
-  boost::asio::awaitable<void> Respond(unsigned status, const std::string& text);
+  boost::asio::awaitable<void> Respond(unsigned status, std::string text);
   void WatchIdle();
   void Touch() { last_activity_ = std::chrono::steady_clock::now(); }
   // Throws operation_aborted (after Cut(kLimitBytes)) if `size` more bytes up would pass it.
