@@ -219,28 +219,33 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
   exec_write.reset();
   helper->pidfd_ = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   if (!helper->pidfd_) return SysError(ErrorCode::kUnavailable, "sbx-netd: pidfd_open");
-  SBX_TRY(SendDatagram(helper->control_fd(), hello));
+  // A helper whose execve failed may be gone already (EPIPE): its own reason is the error.
+  if (auto sent = SendDatagram(helper->control_fd(), hello); !sent) {
+    return helper->ExecFailureOr(sent.error());
+  }
   // "ready" is awaited in SendCaptureSockets: the helper starts while the runner builds the
   // sandbox, instead of before it (a refused policy still fails the run before its program).
   return helper;
 }
 
+Error NetworkHelper::ExecFailureOr(Error otherwise) {
+  // The child writes execve's errno to the CLOEXEC pipe before it exits; an exec'd helper
+  // closes the pipe without a word.
+  int exec_errno = 0;
+  ssize_t got;
+  do {
+    got = read(exec_status_.get(), &exec_errno, sizeof(exec_errno));
+  } while (got < 0 && errno == EINTR);
+  if (got == sizeof(exec_errno)) {
+    return SysError(ErrorCode::kSetupFailed, "sbx-netd: execve(" + binary_ + ")", exec_errno);
+  }
+  return otherwise;
+}
+
 Result<void> NetworkHelper::AwaitReady() {
   if (ready_) return Ok{};
   auto ready = ReceiveReply(control_fd(), "ready");
-  if (!ready) {
-    // The child writes execve's errno to the CLOEXEC pipe before it exits; an exec'd helper
-    // closes the pipe without a word.
-    int exec_errno = 0;
-    ssize_t got;
-    do {
-      got = read(exec_status_.get(), &exec_errno, sizeof(exec_errno));
-    } while (got < 0 && errno == EINTR);
-    if (got == sizeof(exec_errno)) {
-      return SysError(ErrorCode::kSetupFailed, "sbx-netd: execve(" + binary_ + ")", exec_errno);
-    }
-    return ready.error();
-  }
+  if (!ready) return ExecFailureOr(ready.error());
   ready_ = true;
   exec_status_.reset();
   return Ok{};

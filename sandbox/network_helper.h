@@ -81,6 +81,8 @@ class NetworkHelper {
   NetworkHelper() = default;
   // Waits for "ready" once; an execve failure of the helper is reported here.
   Result<void> AwaitReady();
+  // execve's error if the helper's execve failed (read from exec_status_), else `otherwise`.
+  Error ExecFailureOr(Error otherwise);
   void KillAndReap();
 
   std::string binary_;

@@ -77,14 +77,33 @@ void AuditLog::LogConn(const ConnAuditRecord& record) {
   fields["decision"] = record.allowed ? "allow" : "deny";
   if (!record.rule.empty()) fields["rule"] = record.rule;
   if (!record.reason.empty()) fields["reason"] = record.reason;
+  if (!record.allowed && record.mitm) fields["mitm"] = true;
   if (record.allowed) {
     if (record.upstream) fields["upstream"] = *record.upstream;
-    fields["mitm"] = false;
+    fields["mitm"] = record.mitm;
     fields["bytes_up"] = record.bytes_up;
     fields["bytes_down"] = record.bytes_down;
     fields["ms"] = record.ms;
     fields["end"] = record.end;
   }
+  Write(fields);
+}
+
+void AuditLog::LogHttp(const HttpAuditRecord& record) {
+  nlohmann::ordered_json fields;
+  fields["ev"] = "http";
+  fields["name"] = record.name;
+  fields["method"] = record.method;
+  fields["path"] = record.path;
+  fields["status"] = record.status;
+  fields["inject"] = record.inject;
+  // Every record says how it was decided, as dns and conn records do.
+  fields["decision"] = record.reason.empty() ? "allow" : "deny";
+  if (!record.reason.empty()) {
+    fields["reason"] = record.reason;
+    if (!record.rule.empty()) fields["rule"] = record.rule;
+  }
+  fields["ms"] = record.ms;
   Write(fields);
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +49,20 @@ struct ConnAuditRecord {
   uint64_t bytes_down = 0;
   uint64_t ms = 0;
   std::string end;  // allowed: "fin", "reset", "idle", "limit_bytes", "stop"
+  bool mitm = false;  // netd terminated the sandbox's TLS (an inject host)
+};
+
+// One HTTP request on a MITM'd connection. The path never has its query string; no header
+// value, no body.
+struct HttpAuditRecord {
+  std::string name;
+  std::string method;
+  std::string path;
+  unsigned status = 0;  // what the sandbox got (netd's own 403/502 included)
+  std::vector<std::string> inject;  // the rules whose header was set
+  std::string reason;               // netd refused or could not forward it: a kDenyReasons entry
+  std::string rule;                 // placeholder_leak: "inject[i]"
+  uint64_t ms = 0;
 };
 
 class AuditLog {
@@ -57,6 +72,7 @@ class AuditLog {
 
   void LogDns(const DnsAuditRecord& record);
   void LogConn(const ConnAuditRecord& record);
+  void LogHttp(const HttpAuditRecord& record);
 
   // The line for `fields` as it would be written (with v, run, seq, ts first), for tests.
   std::string FormatLine(const nlohmann::ordered_json& fields);

@@ -80,7 +80,9 @@ Result<void> SendMessage(int control_fd, const json& message) {
   return SendText(control_fd, message.dump(-1, ' ', true, json::error_handler_t::replace));
 }
 
-Result<json> ParseObject(const std::string& text, const std::set<std::string>& keys) {
+// `keys` must all be present; `optional_keys` may be.
+Result<json> ParseObject(const std::string& text, const std::set<std::string>& keys,
+                         const std::set<std::string>& optional_keys = {}) {
   json object;
   try {
     object = json::parse(text);
@@ -89,7 +91,9 @@ Result<json> ParseObject(const std::string& text, const std::set<std::string>& k
   }
   if (!object.is_object()) return ProtocolError("expected an object");
   for (const auto& [key, value] : object.items()) {
-    if (!keys.contains(key)) return ProtocolError("unknown key \"" + key + "\"");
+    if (!keys.contains(key) && !optional_keys.contains(key)) {
+      return ProtocolError("unknown key \"" + key + "\"");
+    }
   }
   for (const std::string& key : keys) {
     if (!object.contains(key)) return ProtocolError("missing key \"" + key + "\"");
@@ -100,9 +104,16 @@ Result<json> ParseObject(const std::string& text, const std::set<std::string>& k
 }  // namespace
 
 Result<Hello> ParseHello(const std::string& text) {
-  auto object = ParseObject(text, {"v", "run", "audit_log", "network"});
+  auto object = ParseObject(text, {"v", "run", "audit_log", "network"}, {"tls"});
   if (!object) return object.error();
-  const json& hello = *object;
+  json& hello = *object;
+  // The parser's copies of the secrets are wiped on every path out of here.
+  struct WipeTlsOnExit {
+    json& hello;
+    ~WipeTlsOnExit() {
+      if (hello.contains("tls")) WipeJsonStrings(hello["tls"]);
+    }
+  } wipe_tls{hello};
   if (!hello["v"].is_number_integer() || hello["v"].get<int64_t>() != 1) {
     return ProtocolError("v: expected 1");
   }
@@ -118,16 +129,30 @@ Result<Hello> ParseHello(const std::string& text) {
   if (!hello["audit_log"].is_boolean()) return ProtocolError("audit_log: expected true or false");
   result.audit_log = hello["audit_log"].get<bool>();
   if (!hello["network"].is_object()) return ProtocolError("network: expected an object");
+  // The policy code's reader: inject rules included, checked as the loader checks them (every
+  // inject host allowed on 443).
   auto allowlist = ParseNetworkAllowlistJson(hello["network"].dump());
   if (!allowlist) return allowlist.error().Context("control: network");
   result.allowlist = std::move(*allowlist);
+  const size_t inject_count = result.allowlist.inject.size();
+  if (hello.contains("tls") != (inject_count > 0)) {
+    return ProtocolError(inject_count > 0 ? "tls: missing, but network.inject has rules"
+                                          : "tls: present, but network.inject is empty");
+  }
+  if (inject_count > 0) {
+    auto tls = ParseTlsConfig(hello["tls"], inject_count);
+    if (!tls) return tls.error();
+    result.tls = std::move(*tls);
+  }
   return result;
 }
 
 Result<Hello> ReceiveHello(int control_fd) {
   auto text = ReceiveMessage(control_fd, nullptr);
   if (!text) return text.error();
-  return ParseHello(*text);
+  auto hello = ParseHello(*text);
+  WipeString(*text);  // it held the secrets and the CA key
+  return hello;
 }
 
 Result<std::vector<CaptureSocket>> ReceiveCaptureSockets(int control_fd) {

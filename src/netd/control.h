@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,18 +17,21 @@
 #include "sandbox/unique_fd.h"
 #include "src/netd/netd_server.h"
 #include "src/netd/run_counters.h"
+#include "src/netd/tls_config.h"
 
 namespace sbx::netd {
 
-// Step 1: {"v":1,"run":...,"audit_log":...,"network":...}.
+// Step 1: {"v":1,"run":...,"audit_log":...,"network":...,"tls":...}.
 struct Hello {
   std::string run_id;
   bool audit_log = false;
   NetworkAllowlist allowlist;
+  std::optional<TlsConfig> tls;  // exactly when allowlist.inject is not empty
 };
 Result<Hello> ReceiveHello(int control_fd);
-// Parses step 1's message (strict: exactly those keys, v == 1, a run id of 1..128 printable
-// ASCII bytes).
+// Parses step 1's message (strict: exactly those keys, "tls" exactly when network.inject is
+// not empty, v == 1, a run id of 1..128 printable ASCII bytes). The copies the JSON parser made
+// of the secrets are wiped; the caller wipes `text`.
 Result<Hello> ParseHello(const std::string& text);
 
 struct CaptureSocket {

@@ -14,6 +14,7 @@
 #include "sandbox/network_helper_protocol.h"
 #include "src/netd/control.h"
 #include "src/netd/hardening.h"
+#include "src/netd/mitm_context.h"
 #include "src/netd/netd_context.h"
 #include "src/netd/netd_server.h"
 
@@ -34,14 +35,24 @@ int Serve() {
   //    serving needs.
   if (auto hardened = HardenProcess(); !hardened) return Fail(hardened.error());
 
-  // 2. The run's id, whether it keeps an audit log (fd 4), and the allowlist.
+  // 2. The run's id, whether it keeps an audit log (fd 4), the allowlist and, with inject
+  //    rules, the TLS material and secrets.
   auto hello = ReceiveHello(kNetdControlFd);
   if (!hello) return Fail(hello.error());
   if (hello->audit_log && fcntl(kNetdAuditLogFd, F_GETFL) < 0) {
     return Fail(SysError(ErrorCode::kInvalidInput, "audit_log is true but fd 4 is not open"));
   }
+  //    With inject rules, the MITM path's TLS contexts are built now: a bad CA or upstream CA
+  //    refuses the start, it does not surface at the first connection.
+  std::shared_ptr<MitmContext> mitm;
+  if (hello->tls) {
+    auto created = MitmContext::Create(std::move(*hello->tls), hello->allowlist.inject);
+    if (!created) return Fail(created.error());
+    mitm = std::move(*created);
+  }
   NetdContext context(std::move(hello->allowlist), hello->audit_log ? kNetdAuditLogFd : -1,
                       hello->run_id);
+  context.mitm = std::move(mitm);
   if (auto sent = SendReady(kNetdControlFd); !sent) return 1;
 
   // 3. The capture sockets, served as soon as all have arrived.

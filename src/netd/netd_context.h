@@ -3,6 +3,7 @@
 // io_context that uses it.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "sandbox/network_rules.h"
@@ -11,6 +12,8 @@
 #include "src/netd/run_counters.h"
 
 namespace sbx::netd {
+
+class MitmContext;
 
 // How long the first bytes of a connection on a peeked port may take (network-design §4.4).
 inline constexpr double kPeekTimeoutSeconds = 5.0;
@@ -23,6 +26,9 @@ struct NetdContext {
   FakeIpPool pool;
   AuditLog log;
   RunCounters counters;
+  // Set when the policy has inject rules (the MITM path); shared_ptr so this header needs no
+  // TLS headers.
+  std::shared_ptr<MitmContext> mitm;
 };
 
 }  // namespace sbx::netd

@@ -5,6 +5,10 @@
 
 #include <boost/asio/write.hpp>
 
+#include "src/netd/http_inject.h"
+#include "src/netd/mitm_context.h"
+#include "src/netd/mitm_session.h"
+
 namespace sbx::netd {
 namespace {
 
@@ -74,6 +78,16 @@ void TcpConnection::Decide(const Peek& peek) {
   peek_ = peek;
   verdict_ = DecideConnection(context_.policy, destination_, peek);
   if (!verdict_.allowed) return Refuse(verdict_.reason, verdict_.rule);
+  // A placeholder in a plain-HTTP head is the sandbox sending a key's stand-in in the clear:
+  // secrets are never injected into plaintext, so it can only be a leak.
+  if (context_.mitm && dst_.port == 80) {
+    const std::vector<uint8_t>& head = first_bytes_.buffer();
+    if (auto leaked = FindPlaceholder(
+            context_.mitm->rules(), context_.mitm->secrets(),
+            std::string_view(reinterpret_cast<const char*>(head.data()), head.size()))) {
+      return Refuse("placeholder_leak", "inject[" + std::to_string(*leaked) + "]");
+    }
+  }
   if (context_.counters.summary().bytes_up >= context_.policy.limits.egress_bytes_max) {
     return Refuse("limit_bytes", verdict_.rule);
   }
@@ -131,6 +145,9 @@ void TcpConnection::ConnectNext() {
 }
 
 void TcpConnection::StartRelay() {
+  if (context_.mitm && verdict_.name && context_.mitm->Intercepts(*verdict_.name, dst_.port)) {
+    return StartMitm(*NormalizeHostName(*verdict_.name));
+  }
   deciding_ = false;
   relay_.emplace(client_, upstream_, context_);
   relay_->Start(first_bytes_.TakeBuffer(), shared_from_this(),
@@ -142,9 +159,27 @@ void TcpConnection::OnRelayDone(RelayEnd end) {
   Close();
 }
 
+void TcpConnection::StartMitm(const std::string& name) {
+  auto server = context_.mitm->ServerContext(name);
+  if (!server) return Refuse("upstream_error", verdict_.rule);
+  deciding_ = false;
+  mitm_ = std::make_shared<MitmSession>(context_, *context_.mitm, std::move(client_),
+                                        std::move(upstream_), first_bytes_.TakeBuffer(), name,
+                                        **server);
+  mitm_->Start([self = shared_from_this()](const MitmOutcome& outcome) {
+    self->OnMitmDone(outcome);
+  });
+}
+
+void TcpConnection::OnMitmDone(const MitmOutcome& outcome) {
+  Record(outcome.allowed, outcome.reason, outcome.allowed ? RelayEndName(outcome.end) : "");
+  Close();
+}
+
 void TcpConnection::Stop() {
   if (closed_) return;
   if (relay_) return relay_->Cut(RelayEnd::kStop);
+  if (mitm_) return mitm_->Cut(RelayEnd::kStop);
   // Undecided when the run ended: it ran out of time. Reset, no refusal page.
   if (!recorded_) Record(false, "timeout", "");
   ResetAndClose(client_);
@@ -228,6 +263,11 @@ void TcpConnection::Record(bool allowed, const std::string& reason, const std::s
   if (relay_) {
     record.bytes_up = relay_->bytes_up();
     record.bytes_down = relay_->bytes_down();
+  }
+  if (mitm_) {
+    record.mitm = true;
+    record.bytes_up = mitm_->bytes_up();
+    record.bytes_down = mitm_->bytes_down();
   }
   record.ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                         std::chrono::steady_clock::now() - started_)

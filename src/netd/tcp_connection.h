@@ -3,6 +3,8 @@
 // connect to exactly one of the dialable addresses -> relay. Each step that refuses resets the
 // sandbox's socket (a denied plain-HTTP request on port 80 gets a 403 page instead, so an agent
 // can tell a block from an outage) and the connection's single audit record is written.
+// Connections to an inject host on port 443 take the MITM path (mitm_session.h) instead of the
+// relay; a plain-HTTP head on port 80 that carries an inject placeholder is refused.
 #pragma once
 
 #include <functional>
@@ -21,6 +23,9 @@
 #include "src/netd/relay.h"
 
 namespace sbx::netd {
+
+class MitmSession;
+struct MitmOutcome;
 
 class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
  public:
@@ -42,6 +47,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void ConnectNext();
   void StartRelay();
   void OnRelayDone(RelayEnd end);
+  // An inject host on 443: mitm_session.h instead of the byte relay.
+  void StartMitm(const std::string& name);
+  void OnMitmDone(const MitmOutcome& outcome);
 
   // Records the denial and closes: a 403/502 page for plain HTTP on port 80, else a reset.
   void Refuse(const std::string& reason, const std::string& rule = "");
@@ -69,6 +77,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   size_t next_address_ = 0;
   std::optional<Endpoint> upstream_endpoint_;
   std::optional<Relay> relay_;
+  std::shared_ptr<MitmSession> mitm_;
   bool deciding_ = true;  // until the relay starts or the connection is refused
   bool recorded_ = false;
   bool closed_ = false;

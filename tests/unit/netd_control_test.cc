@@ -39,6 +39,111 @@ TEST(ParseHello, IsStrict) {
   EXPECT_FALSE(ParseHello(R"({"v":1,"run":"r","audit_log":false})"));
 }
 
+// A hello with one inject rule for api.test (allowed on 443) and `tls` as given.
+std::string InjectHello(const nlohmann::json& tls, const nlohmann::json& inject = nullptr) {
+  NetworkAllowlist allowlist;
+  allowlist.allow.push_back(*ParseNetworkRule("api.test", "allow"));
+  auto network = nlohmann::json::parse(NetworkAllowlistToJson(allowlist));
+  network["inject"] = inject.is_null() ? nlohmann::json::parse(
+                                             R"([{"name":"openai","hosts":["API.test"],
+                                                 "header":"Authorization",
+                                                 "format":"Bearer {secret}",
+                                                 "secret_from":"env:K"}])")
+                                       : inject;
+  nlohmann::json hello = {{"v", 1}, {"run", "r1"}, {"audit_log", false}, {"network", network}};
+  if (!tls.is_null()) hello["tls"] = tls;
+  return hello.dump();
+}
+
+nlohmann::json Tls() {
+  return {{"ca_cert_pem", "CERT"},
+          {"ca_key_pem", "KEY"},
+          {"upstream_ca_pem", ""},
+          {"secrets",
+           {{{"value", "Bearer sk-secret-1"},
+             {"placeholder", "sbx-ph-0123456789abcdef0123456789abcdef"}}}}};
+}
+
+TEST(ParseHello, ReadsTheTlsObjectAndTheInjectRules) {
+  auto hello = ParseHello(InjectHello(Tls()));
+  ASSERT_TRUE(hello) << hello.error().message;
+  ASSERT_EQ(hello->allowlist.inject.size(), 1u);
+  EXPECT_EQ(hello->allowlist.inject[0].name, "openai");
+  EXPECT_EQ(hello->allowlist.inject[0].hosts, std::vector<std::string>{"api.test"});
+  EXPECT_EQ(hello->allowlist.inject[0].header, "Authorization");
+  ASSERT_TRUE(hello->tls);
+  EXPECT_EQ(hello->tls->ca_cert_pem, "CERT");
+  EXPECT_EQ(hello->tls->ca_key_pem.view(), "KEY");
+  ASSERT_EQ(hello->tls->secrets.size(), 1u);
+  EXPECT_EQ(hello->tls->secrets[0].value.view(), "Bearer sk-secret-1");
+  EXPECT_EQ(hello->tls->secrets[0].placeholder.view(), "sbx-ph-0123456789abcdef0123456789abcdef");
+  auto no_placeholder = Tls();
+  no_placeholder["secrets"][0]["placeholder"] = "";
+  EXPECT_TRUE(ParseHello(InjectHello(no_placeholder)));
+}
+
+// Each malformed "tls" is refused with an error naming the field and never quoting a secret.
+TEST(ParseHello, RefusesAMalformedTlsObjectNamingTheField) {
+  struct Case {
+    std::string field;
+    nlohmann::json tls;
+  };
+  std::vector<Case> cases;
+  auto with = [](const std::string& pointer, nlohmann::json value) {
+    auto tls = Tls();
+    tls[nlohmann::json::json_pointer(pointer)] = std::move(value);
+    return tls;
+  };
+  auto without = [](const std::string& key) {
+    auto tls = Tls();
+    tls.erase(key);
+    return tls;
+  };
+  cases.push_back({"tls: missing key \"ca_key_pem\"", without("ca_key_pem")});
+  cases.push_back({"tls: unknown key \"extra\"", with("/extra", "x")});
+  cases.push_back({"tls.ca_cert_pem", with("/ca_cert_pem", 1)});
+  cases.push_back({"tls.ca_key_pem", with("/ca_key_pem", "")});
+  cases.push_back({"tls.upstream_ca_pem", with("/upstream_ca_pem", nullptr)});
+  cases.push_back({"tls.secrets", with("/secrets", "x")});
+  cases.push_back({"tls.secrets: expected 1", with("/secrets", nlohmann::json::array())});
+  cases.push_back({"tls.secrets[0].value", with("/secrets/0/value", "Bearer x\r\nX-Evil: 1")});
+  cases.push_back({"tls.secrets[0].value", with("/secrets/0/value", "")});
+  cases.push_back({"tls.secrets[0].placeholder", with("/secrets/0/placeholder", "sk-secret-1")});
+  cases.push_back({"tls.secrets[0]: unknown key", with("/secrets/0/x", "sk-secret-1")});
+  cases.push_back({"tls: expected an object", nlohmann::json::array()});
+  cases.push_back({"tls: missing, but network.inject has rules", nullptr});
+  for (const Case& c : cases) {
+    auto hello = ParseHello(InjectHello(c.tls));
+    ASSERT_FALSE(hello) << c.field;
+    EXPECT_NE(hello.error().message.find(c.field), std::string::npos) << hello.error().message;
+    EXPECT_EQ(hello.error().message.find("sk-secret"), std::string::npos) << c.field;
+  }
+  auto two_secrets = Tls();
+  two_secrets["secrets"].push_back(Tls()["secrets"][0]);
+  EXPECT_FALSE(ParseHello(InjectHello(two_secrets)));
+  // "tls" without inject rules, and inject rules that are malformed or not allowed on 443.
+  EXPECT_FALSE(ParseHello(HelloText("r1", R"(,"tls":{})")));
+  EXPECT_FALSE(ParseHello(InjectHello(Tls(), nlohmann::json::parse(
+                                                 R"([{"name":"x","hosts":["evil.test"],
+                                                     "header":"Authorization"}])"))));
+  EXPECT_FALSE(ParseHello(InjectHello(Tls(), nlohmann::json::parse(
+                                                 R"([{"name":"x","hosts":["api.test"],
+                                                     "header":"Bad Header"}])"))));
+  EXPECT_FALSE(ParseHello(InjectHello(Tls(), nlohmann::json::parse(
+                                                 R"([{"name":"x","hosts":["api.test"],
+                                                     "header":"A","extra":1}])"))));
+}
+
+TEST(WipeJsonStrings, OverwritesEveryString) {
+  auto tls = Tls();
+  std::string& value = tls["secrets"][0]["value"].get_ref<std::string&>();
+  const char* bytes = value.data();
+  const size_t size = value.size();
+  WipeJsonStrings(tls);
+  EXPECT_TRUE(tls["secrets"][0]["value"].get<std::string>().empty());
+  EXPECT_EQ(std::string(bytes, size), std::string(size, '\0'));  // the same buffer, zeroed
+}
+
 TEST(SummaryMessage, HasTheProtocolsFields) {
   RunSummary summary;
   summary.dns_queries = 3;

@@ -1,0 +1,52 @@
+// What sbx-netd needs to terminate the sandbox's TLS towards an inject host and to speak TLS
+// to the real server (network-design §4.6): the run CA, one server context per inject host
+// (its leaf minted on first use, then cached), the upstream client context, the inject rules
+// and their secrets. Exists only when the policy has inject rules; one per netd process.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/ssl/context.hpp>
+
+#include "sandbox/error.h"
+#include "sandbox/network_rules.h"
+#include "src/netd/tls_config.h"
+
+namespace sbx::netd {
+
+class MitmContext {
+ public:
+  // Checks that the CA key belongs to the CA certificate and that upstream_ca_pem (if any)
+  // holds certificates; loads the host's default trust store (the file and directory
+  // OpenSSL was built with) into the upstream context.
+  static Result<std::unique_ptr<MitmContext>> Create(TlsConfig config,
+                                                     std::vector<InjectRule> rules);
+
+  // True for connections that go through the MITM path: port 443 to a name some inject rule
+  // lists (names compared normalized).
+  bool Intercepts(std::string_view name, uint16_t port) const;
+
+  // The server context presenting the leaf for `host` (minted now if it is the first time).
+  Result<boost::asio::ssl::context*> ServerContext(const std::string& host);
+  // Verifies the peer against the host's store plus upstream_ca_pem; ALPN http/1.1. The
+  // caller sets SNI and the expected host name per connection.
+  boost::asio::ssl::context& upstream() { return upstream_; }
+
+  const std::vector<InjectRule>& rules() const { return rules_; }
+  const std::vector<InjectSecret>& secrets() const { return config_.secrets; }
+
+ private:
+  MitmContext(TlsConfig config, std::vector<InjectRule> rules);
+
+  TlsConfig config_;
+  std::vector<InjectRule> rules_;
+  boost::asio::ssl::context upstream_;
+  std::map<std::string, std::unique_ptr<boost::asio::ssl::context>, std::less<>> servers_;
+};
+
+}  // namespace sbx::netd

@@ -1,0 +1,199 @@
+// Secret injection (network-design.md §4.6, NET-25..28): sbx-netd sets the real header on the
+// verified TLS leg to an inject host, while the sandbox holds at most a placeholder; a
+// placeholder sent in the clear, an upstream that does not verify and a Host inside TLS that
+// is not the host are refused. Each probe runs first unsandboxed in T, where it works.
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/integration/network_audit.h"
+#include "tests/integration/network_fixture.h"
+#include "tests/integration/sandbox_fixture.h"
+
+namespace sbx::testing {
+namespace {
+
+using nettest::CountEvents;
+
+const std::string kApi(nettest::AddressOf("api.test"));
+const std::string kCdn(nettest::AddressOf("cdn.test"));
+constexpr char kSandboxBundle[] = "/etc/ssl/certs/ca-certificates.crt";
+
+// A secret no test could guess, in a 0600 file the policy points at (file:, so it never
+// travels through a process's arguments or environment on its way to sbx).
+class SecretFile {
+ public:
+  SecretFile() {
+    unsigned char bytes[16];
+    EXPECT_EQ(getrandom(bytes, sizeof(bytes), 0), static_cast<ssize_t>(sizeof(bytes)));
+    char hex[3];
+    value_ = "sk-test-";
+    for (unsigned char byte : bytes) {
+      std::snprintf(hex, sizeof(hex), "%02x", byte);
+      value_ += hex;
+    }
+    path_ = dir_.path() + "/api-key";
+    std::ofstream(path_) << value_ << "\n";
+    ::chmod(path_.c_str(), 0600);
+  }
+  const std::string& value() const { return value_; }
+  std::string source() const { return "file:" + path_; }
+
+ private:
+  ScratchDir dir_;
+  std::string path_;
+  std::string value_;
+};
+
+nlohmann::json InjectPolicy(const std::vector<std::string>& allow, const std::string& host,
+                            const SecretFile& secret, const std::string& upstream_ca) {
+  nlohmann::json policy = Allowlist(allow);
+  policy["inject"] = {{{"name", "api"},
+                       {"hosts", {host}},
+                       {"header", "Authorization"},
+                       {"format", "Bearer {secret}"},
+                       {"secret_from", secret.source()},
+                       {"sandbox_placeholder_env", "API_KEY"}}};
+  policy["upstream_ca_files"] = {upstream_ca};
+  return policy;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Nothing the sandbox or the caller can see holds the secret: the run's whole output and
+// result, its audit log and every file left in its workspace.
+void ExpectSecretNowhere(const SandboxedRun& run, const std::string& secret) {
+  EXPECT_EQ(run.diagnostics.find(secret), std::string::npos) << "in sbx's output or result";
+  const std::string log_path = Str(run.result["network"], "log_path");
+  ASSERT_FALSE(log_path.empty());
+  EXPECT_EQ(ReadAll(log_path).find(secret), std::string::npos) << "in the audit log";
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(run.workspace->path())) {
+    if (entry.is_regular_file()) {
+      EXPECT_EQ(ReadAll(entry.path()).find(secret), std::string::npos) << entry.path();
+    }
+  }
+}
+
+std::vector<nlohmann::json> Requests(const std::vector<nlohmann::json>& events,
+                                     const std::string& server) {
+  std::vector<nlohmann::json> out;
+  for (const auto& event : events) {
+    if (Str(event, "kind") == "request" && Str(event, "server") == server) out.push_back(event);
+  }
+  return out;
+}
+
+TEST_F(NetworkAllowlist, Net25InjectedHeaderReachesTheHostWhileTheSandboxHoldsAPlaceholder) {
+  SecretFile secret;
+  auto control = Control({"urlopen", "https://api.test/echo", "--auth", "Bearer from-the-client"});
+  EXPECT_EQ(Int(control.probe, "status"), 200) << control.diagnostics;
+  auto seen = Requests(control.events, "api.test");
+  ASSERT_EQ(seen.size(), 1u) << control.diagnostics;
+  EXPECT_EQ(Str(seen[0], "authorization"), "Bearer from-the-client") << "the server records it";
+  SBX_NET_SANDBOXED_HALF();
+
+  const auto policy = InjectPolicy({"api.test"}, "api.test", secret, net().ca_file());
+  auto run = Sandboxed(policy, {"urlopen", "https://api.test/echo", "--auth-env", "API_KEY",
+                                "--cafile", kSandboxBundle});
+  ASSERT_TRUE(run.ran);
+  EXPECT_EQ(Int(run.probe, "status"), 200) << run.diagnostics;
+  EXPECT_EQ(Str(run.probe, "auth_sent").rfind("Bearer sbx-ph-", 0), 0u)
+      << "the sandbox sends its placeholder: " << run.diagnostics;
+  seen = Requests(run.events, "api.test");
+  ASSERT_EQ(seen.size(), 1u) << run.diagnostics;
+  EXPECT_EQ(Str(seen[0], "authorization"), "Bearer " + secret.value())
+      << "the real secret, and only it, reached the host";
+  ExpectSecretNowhere(run, secret.value());
+  auto log = ReadAuditLog(run.result);
+  auto allowed = Matching(log, ConnAllowed("api.test", "fakeip", Endpoint(kApi, 443)));
+  ASSERT_FALSE(allowed.empty());
+  bool mitm = false;
+  for (const auto& record : allowed) mitm = mitm || record.value("mitm", false);
+  EXPECT_TRUE(mitm) << "the connection was terminated by sbx-netd";
+  bool http = false;
+  for (const auto& record : log.records) {
+    if (Str(record, "ev") != "http") continue;
+    http = true;
+    EXPECT_EQ(Str(record, "name"), "api.test");
+    EXPECT_EQ(Str(record, "path"), "/echo");
+    EXPECT_EQ(Int(record, "status"), 200);
+    EXPECT_EQ(record.value("inject", nlohmann::json()), nlohmann::json::array({"api"}));
+  }
+  EXPECT_TRUE(http) << "an http record per request";
+
+  // The whole environment, as the kernel holds it: the placeholder and the bundle variables.
+  auto env = Sandboxed(policy, {"env", "--all"});
+  ASSERT_TRUE(env.ran);
+  bool placeholder = false, bundle = false;
+  for (const auto& entry : env.probe["environ"]) {
+    const std::string text = entry.get<std::string>();
+    placeholder = placeholder || text.rfind("API_KEY=sbx-ph-", 0) == 0;
+    bundle = bundle || text == std::string("SSL_CERT_FILE=") + kSandboxBundle;
+  }
+  EXPECT_TRUE(placeholder) << env.diagnostics;
+  EXPECT_TRUE(bundle) << env.diagnostics;
+  ExpectSecretNowhere(env, secret.value());
+}
+
+TEST_F(NetworkAllowlist, Net26PlaceholderSentInTheClearIsBlocked) {
+  SecretFile secret;
+  const std::vector<std::string> probe = {"http", "cdn.test", "--host", "cdn.test", "--auth-env",
+                                          "API_KEY"};
+  auto control = Control({"http", kCdn, "--host", "cdn.test", "--auth", "Bearer sbx-ph-0"});
+  EXPECT_EQ(Int(control.probe, "status"), 200) << control.diagnostics;
+  EXPECT_EQ(Requests(control.events, "cdn.test").size(), 1u);
+  SBX_NET_SANDBOXED_HALF();
+  auto run = Sandboxed(
+      InjectPolicy({"api.test", "cdn.test:80,443"}, "api.test", secret, net().ca_file()), probe);
+  ASSERT_TRUE(run.ran);
+  ExpectBlockedByPolicy(run.probe);
+  EXPECT_EQ(CountEvents(run.events, {.server = "cdn.test"}), 0u) << "never reached cdn.test";
+  ExpectRecord(ReadAuditLog(run.result), ConnDenied("placeholder_leak"));
+  ExpectSecretNowhere(run, secret.value());
+}
+
+TEST_F(NetworkAllowlist, Net27UpstreamThatDoesNotVerifyGets502AndNoSecret) {
+  SecretFile secret;
+  auto control = Control({"urlopen", "https://untrusted.test/echo", "--cafile",
+                          net().rogue_ca_file(), "--auth", "Bearer x"});
+  EXPECT_EQ(Int(control.probe, "status"), 200) << "served under the rogue CA: " << control.diagnostics;
+  SBX_NET_SANDBOXED_HALF();
+  // sbx-netd trusts the test CA (and the host's store), not the rogue CA untrusted.test uses.
+  auto run = Sandboxed(InjectPolicy({"untrusted.test"}, "untrusted.test", secret, net().ca_file()),
+                       {"urlopen", "https://untrusted.test/echo", "--auth-env", "API_KEY",
+                        "--cafile", kSandboxBundle});
+  ASSERT_TRUE(run.ran);
+  EXPECT_EQ(Int(run.probe, "status"), 502) << run.diagnostics;
+  EXPECT_EQ(Requests(run.events, "untrusted.test").size(), 0u) << "no request was sent";
+  ExpectRecord(ReadAuditLog(run.result), ConnDenied("tls_verify_failed"));
+  ExpectSecretNowhere(run, secret.value());
+}
+
+TEST_F(NetworkAllowlist, Net28HostInsideTlsMustBeTheInjectHost) {
+  SecretFile secret;
+  const std::vector<std::string> base = {"tls", kApi, "--sni", "api.test", "--host", "evil.test"};
+  auto control = Control(base);
+  EXPECT_EQ(Int(control.probe, "status"), 200) << "api.test serves any Host: " << control.diagnostics;
+  SBX_NET_SANDBOXED_HALF();
+  std::vector<std::string> probe = {"tls", "api.test", "--sni", "api.test", "--host", "evil.test",
+                                    "--cafile", kSandboxBundle};
+  auto run = Sandboxed(InjectPolicy({"api.test"}, "api.test", secret, net().ca_file()), probe);
+  ASSERT_TRUE(run.ran);
+  ExpectBlockedByPolicy(run.probe);
+  EXPECT_EQ(Requests(run.events, "api.test").size(), 0u);
+  // The connection was allowed (its name is the inject host); the request inside it was not.
+  ExpectRecord(ReadAuditLog(run.result),
+               AuditMatch{.ev = "http", .decision = "deny", .reason = "host_mismatch", .name = "api.test"});
+}
+
+}  // namespace
+}  // namespace sbx::testing
