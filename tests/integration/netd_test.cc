@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <fstream>
@@ -65,6 +66,15 @@ class UpstreamServer {
   uint16_t port() const { return port_; }
   int connections() const { return connections_; }
   size_t received_bytes() const { return shared_->received_bytes; }
+  // What it has received once `expected` bytes arrived or 5 s passed: its thread reads on its
+  // own time, after netd may already have logged the connection as closed.
+  size_t received_bytes_after_waiting_for(size_t expected) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (shared_->received_bytes < expected && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return shared_->received_bytes;
+  }
   void set_reply_bytes(size_t bytes) { shared_->reply_bytes = bytes; }
   void set_greet_first() { shared_->greet_first = true; }
 
@@ -584,7 +594,7 @@ TEST_F(NetdTest, RelaysBulkBothWaysAndCountsEveryByte) {
   EXPECT_EQ(error, 0);
   ASSERT_EQ(reply.size(), request.size() + 5);
   EXPECT_TRUE(reply == "echo:" + request) << "the relayed bytes differ";
-  EXPECT_EQ(upstream_.received_bytes(), request.size());
+  EXPECT_EQ(upstream_.received_bytes_after_waiting_for(request.size()), request.size());
   const json record = RelayedRecord(fake);
   EXPECT_EQ(record["end"], "fin");
   EXPECT_EQ(record["bytes_up"], request.size());
@@ -612,7 +622,7 @@ TEST_F(NetdTest, UpstreamEndingFirstLeavesTheSandboxSideOpen) {
   EXPECT_EQ(record["end"], "fin");
   EXPECT_EQ(record["bytes_up"], 9);
   EXPECT_EQ(record["bytes_down"], 6);
-  EXPECT_EQ(upstream_.received_bytes(), 9u);
+  EXPECT_EQ(upstream_.received_bytes_after_waiting_for(9), 9u);
   auto summary = helper->Stop();
   ASSERT_TRUE(summary);
   EXPECT_EQ(summary->bytes_up, 9u);
