@@ -54,6 +54,7 @@ Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist
   const std::string binary = options.helper_binary.empty() ? DefaultNetworkHelperPath() : options.helper_binary;
   auto helper = StartNetworkHelper(binary, options.run_id, allowlist, run->log_.get(),
                                    run->trust_.netd_tls_json());
+  run->trust_.ForgetNetdTlsJson();
   if (!helper) {
     return helper.error().Context("network allowlist: sbx-netd (" + binary + ")");
   }

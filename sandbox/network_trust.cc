@@ -6,6 +6,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -81,6 +82,11 @@ Result<std::string> ReadSecret(const std::string& field, const std::string& sour
     secret = value;
   } else {
     const std::string path = source.substr(5);
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
+      // A FIFO or a device would block sbx or never end; a secret lives in a regular file.
+      return InvalidInput(field + ": " + path + " is not a readable regular file");
+    }
     auto text = ReadSmallFile(path, kMaxSecretBytes + 2);
     if (!text) return text.error().Context(field);
     secret = std::move(*text);
@@ -89,12 +95,14 @@ Result<std::string> ReadSecret(const std::string& field, const std::string& sour
     if (!secret.empty() && secret.back() == '\r') secret.pop_back();
     if (secret.empty()) return InvalidInput(field + ": " + path + " is empty");
   }
+  // Printable ASCII only: a header value carries nothing else safely, and no JSON or HTTP
+  // parser on the way can then quote a stray byte of it in an error.
   bool printable = secret.size() <= kMaxSecretBytes;
-  for (unsigned char c : secret) printable = printable && c >= 0x20 && c != 0x7f;
+  for (unsigned char c : secret) printable = printable && c >= 0x20 && c < 0x7f;
   if (!printable) {
     Wipe(secret);
-    return InvalidInput(field + ": the secret has a control character (a line break?) or is "
-                        "longer than 8 KiB; it must fit in one header line");
+    return InvalidInput(field + ": the secret has a control or non-ASCII character (a line "
+                        "break?) or is longer than 8 KiB; it must fit in one header line");
   }
   return secret;
 }
@@ -137,8 +145,12 @@ Result<std::string> ImageBundle(int image_fd) {
                         kSandboxCaBundlePath +
                         " for the run's CA to join (install ca-certificates in the image)");
   }
-  auto text = ReadSmallFile("/proc/self/fd/" + std::to_string(fd->get()), kMaxImageBundleBytes);
+  auto text = ReadSmallFile("/proc/self/fd/" + std::to_string(fd->get()), kMaxImageBundleBytes + 1);
   if (!text) return text.error().Context("network: the image's CA bundle");
+  if (text->size() > kMaxImageBundleBytes) {
+    return InvalidInput(std::string("network: the image's ") + kSandboxCaBundlePath +
+                        " is larger than 4 MiB; a cut bundle would end in half a certificate");
+  }
   if (!text->empty() && text->back() != '\n') text->push_back('\n');
   return text;
 }
@@ -159,6 +171,8 @@ NetworkTrust& NetworkTrust::operator=(NetworkTrust&& other) noexcept {
 }
 
 NetworkTrust::~NetworkTrust() { Wipe(netd_tls_json_); }
+
+void NetworkTrust::ForgetNetdTlsJson() { Wipe(netd_tls_json_); }
 
 Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist& allowlist, int image_fd,
                                          const std::string& run_id) {
@@ -218,7 +232,9 @@ Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist& allowlist, int 
   secrets += "]";
 
   nlohmann::json public_part = {{"ca_cert_pem", ca->cert_pem}, {"upstream_ca_pem", *upstream}};
-  std::string tls = public_part.dump();  // {"ca_cert_pem":...,"upstream_ca_pem":...}
+  // PEM comments may hold any bytes: replaced rather than thrown on (a throw here would leave
+  // the secrets above unwiped).
+  std::string tls = public_part.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   tls.pop_back();
   tls.reserve(tls.size() + 2 * ca->key_pem.size() + secrets.size() + 64);
   tls += ",\"ca_key_pem\":";

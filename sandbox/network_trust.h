@@ -37,6 +37,8 @@ class NetworkTrust {
   const std::map<std::string, std::string>& sandbox_env() const { return sandbox_env_; }
   // The "tls" object as JSON; "" without inject rules. It holds the secrets and the CA key.
   const std::string& netd_tls_json() const { return netd_tls_json_; }
+  // Wipes the secrets and the CA key once sbx-netd has them: the runner needs them no longer.
+  void ForgetNetdTlsJson();
 
  private:
   friend Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist&, int, const std::string&);

@@ -64,11 +64,15 @@ bool Policy::AllowsDegraded(Layer layer) const {
   return std::find(allow_degraded.begin(), allow_degraded.end(), layer) != allow_degraded.end();
 }
 
-Result<void> ValidateEnvEntry(const std::string& field, const std::string& name,
-                              const std::string& value) {
+bool IsEnvName(std::string_view name) {
   bool name_ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
   for (char c : name) name_ok = name_ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-  if (!name_ok) {
+  return name_ok;
+}
+
+Result<void> ValidateEnvEntry(const std::string& field, const std::string& name,
+                              const std::string& value) {
+  if (!IsEnvName(name)) {
     return InvalidInput(field + ": \"" + name +
                         "\" is not a valid variable name; use letters, digits and _ "
                         "(not starting with a digit)");

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sandbox/error.h"
@@ -97,6 +98,8 @@ Result<void> ValidateNetworkAllowlist(const NetworkAllowlist& allowlist);
 // variables unique, every host allowed on port 443 (ValidateNetworkAllowlist calls it).
 Result<void> ValidateInjectRules(const NetworkAllowlist& allowlist);
 
+// NAME matches [A-Za-z_][A-Za-z0-9_]*.
+bool IsEnvName(std::string_view name);
 // Checks one environment entry: NAME matches [A-Za-z_][A-Za-z0-9_]*, the value has no NUL
 // and is at most 32 KiB. `field` names it in the error ("env.FOO", "--env").
 Result<void> ValidateEnvEntry(const std::string& field, const std::string& name,

@@ -36,12 +36,6 @@ bool IsRuleName(const std::string& name) {
   });
 }
 
-bool IsEnvName(std::string_view name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](unsigned char c) { return std::isalnum(c) || c == '_'; });
-}
-
 Result<std::string> StringField(const std::string& field, const json& value,
                                 const std::string& expected) {
   if (!value.is_string()) return FieldError(field, expected, value);

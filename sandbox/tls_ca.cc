@@ -138,6 +138,9 @@ Result<PemCertificateAndKey> MintRunCa(const std::vector<std::string>& hosts,
     if (!checked) return checked.error();
     permitted += ",permitted;DNS:" + *checked;
   }
+  // A name type with no subtree is unconstrained: without these, a leaked CA key could still
+  // vouch for any IP address (a certificate with an IP subjectAltName).
+  permitted += ",excluded;IP:0.0.0.0/0.0.0.0,excluded;IP:0:0:0:0:0:0:0:0/0:0:0:0:0:0:0:0";
   auto key = NewP256Key();
   if (!key) return key.error();
   auto cert = NewCertificate(key->get());

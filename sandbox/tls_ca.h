@@ -20,7 +20,8 @@ struct PemCertificateAndKey {
 
 // CN "sbx run CA <run_id>", basicConstraints critical CA:TRUE pathlen:0, keyUsage critical
 // keyCertSign+cRLSign, nameConstraints critical permitted DNS:<host> for each of `hosts`
-// (exact names, normalized, at least one), a random 128-bit serial, SHA-256 signature.
+// (exact names, normalized, at least one) with every IPv4 and IPv6 address excluded, a random
+// 128-bit serial, SHA-256 signature.
 Result<PemCertificateAndKey> MintRunCa(const std::vector<std::string>& hosts,
                                        const std::string& run_id);
 

@@ -86,8 +86,12 @@ Result<json> ParseObject(const std::string& text, const std::set<std::string>& k
   json object;
   try {
     object = json::parse(text);
+  } catch (const json::parse_error& error) {
+    // Only the offset: the parser's message quotes the text around the error, and the hello
+    // holds secrets.
+    return ProtocolError("not JSON (at byte " + std::to_string(error.byte) + ")");
   } catch (const json::exception& error) {
-    return ProtocolError(std::string("not JSON: ") + error.what());
+    return ProtocolError("not JSON (error " + std::to_string(error.id) + ")");
   }
   if (!object.is_object()) return ProtocolError("expected an object");
   for (const auto& [key, value] : object.items()) {

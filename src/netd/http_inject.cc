@@ -85,10 +85,19 @@ RequestVerdict DecideAndInject(const std::vector<InjectRule>& rules,
                    "the request's Host or target authority is not " + std::string(name) +
                        ", the name this connection was allowed for");
   }
+  // TRACE makes the server echo the request, the secret it was given included; CONNECT would
+  // tunnel past the header this rule sets.
+  if (request.method() == http::verb::trace || request.method() == http::verb::connect) {
+    return Refusal("http_rule", "",
+                   std::string(ToStd(request.method_string())) +
+                       " is refused on a host sbx injects a secret for (it would echo or tunnel "
+                       "the request)");
+  }
   const std::string_view target = ToStd(request.target());
   std::optional<size_t> leaked = FindPlaceholder(rules, secrets, target, name);
   for (auto field = request.begin(); !leaked && field != request.end(); ++field) {
     leaked = FindPlaceholder(rules, secrets, ToStd(field->value()), name);
+    if (!leaked) leaked = FindPlaceholder(rules, secrets, ToStd(field->name_string()), name);
   }
   if (leaked) {
     return Refusal("placeholder_leak", "inject[" + std::to_string(*leaked) + "]",

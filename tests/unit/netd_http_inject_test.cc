@@ -104,10 +104,29 @@ TEST(DecideAndInject, RefusesAnotherRulesPlaceholderAnywhere) {
   auto in_target = Request(std::string("/?k=") + kPlaceholderB, "api.test");
   EXPECT_EQ(DecideAndInject(f.rules, f.secrets, "api.test", 443, in_target).reason,
             "placeholder_leak");
+  auto in_name = Request("/", "api.test");
+  in_name.insert(kPlaceholderB, "x");  // a placeholder is a valid field name too
+  EXPECT_EQ(DecideAndInject(f.rules, f.secrets, "api.test", 443, in_name).reason,
+            "placeholder_leak");
   // Its own rule's placeholder is what it replaces.
   auto own = Request("/", "api.test");
   own.insert("Authorization", kPlaceholderA);
   EXPECT_TRUE(DecideAndInject(f.rules, f.secrets, "api.test", 443, own).allowed);
+}
+
+TEST(DecideAndInject, RefusesTraceAndConnectWhichWouldEchoOrTunnel) {
+  Fixture f;
+  for (http::verb method : {http::verb::trace, http::verb::connect}) {
+    auto request = Request("/", "api.test");
+    request.method(method);
+    auto verdict = DecideAndInject(f.rules, f.secrets, "api.test", 443, request);
+    EXPECT_FALSE(verdict.allowed);
+    EXPECT_EQ(verdict.reason, "http_rule");
+    EXPECT_TRUE(Values(request, "Authorization").empty()) << "no secret set on a refused request";
+  }
+  auto get = Request("/", "api.test");
+  get.method(http::verb::get);
+  EXPECT_TRUE(DecideAndInject(f.rules, f.secrets, "api.test", 443, get).allowed);
 }
 
 TEST(FindPlaceholder, FindsAnyRulesPlaceholderInPlaintext) {

@@ -112,6 +112,8 @@ TEST_F(NetworkTrustTest, SecretFromAFileLosesItsTrailingNewline) {
 TEST_F(NetworkTrustTest, UnreadableSecretsRefuseTheRunWithoutShowingThem) {
   WriteFile(files_ / "two-lines", std::string(kSecret) + "\nX-Evil: 1\n", 0600);
   WriteFile(files_ / "empty", "", 0600);
+  WriteFile(files_ / "latin1", std::string(kSecret) + "\xe9", 0600);
+  ASSERT_EQ(::mkfifo((files_ / "fifo").c_str(), 0600), 0);
   struct Case {
     std::string source;
     std::string must_mention;
@@ -121,7 +123,10 @@ TEST_F(NetworkTrustTest, UnreadableSecretsRefuseTheRunWithoutShowingThem) {
                                         "not set (or empty) in sbx's environment"},
            {"file:" + files_.path() + "/missing", "network.inject[0].secret_from"},
            {"file:" + files_.path() + "/empty", "is empty"},
-           {"file:" + files_.path() + "/two-lines", "the secret has a control character"},
+           {"file:" + files_.path() + "/two-lines", "the secret has a control or non-ASCII character"},
+           {"file:" + files_.path() + "/latin1", "the secret has a control or non-ASCII character"},
+           {"file:" + files_.path() + "/fifo", "is not a readable regular file"},
+           {"file:" + files_.path() + "/missing", "is not a readable regular file"},
        }) {
     auto trust = PrepareNetworkTrust(Allowlist(Inject(bad.source)), image_fd_, "r");
     ASSERT_FALSE(trust) << bad.source;

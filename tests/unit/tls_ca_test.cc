@@ -8,6 +8,9 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -59,6 +62,30 @@ TEST(TlsCa, LeafForAnInjectHostVerifiesAndMatchesTheHost) {
     EXPECT_TRUE(MatchesHost(leaf->cert_pem, host));
     EXPECT_FALSE(MatchesHost(leaf->cert_pem, "evil.test"));
   }
+}
+
+// A certificate for an IP address, signed with the run CA's key by the openssl tool (MintLeaf
+// only makes DNS names): what a leaked key could try.
+TEST(TlsCa, IpAddressCertificatesAreExcluded) {
+  auto ca = MintRunCa({"api.test"}, "r1");
+  ASSERT_TRUE(ca);
+  char dir_template[] = "/tmp/sbx-tls-ca-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  std::ofstream(dir + "/ca.pem") << ca->cert_pem;
+  std::ofstream(dir + "/ca.key") << ca->key_pem;
+  std::ofstream(dir + "/ext") << "subjectAltName=IP:203.0.113.7\n";
+  const std::string command =
+      "cd " + dir + " && openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+      "-keyout leaf.key -subj /CN=203.0.113.7 -out leaf.csr 2>/dev/null && openssl x509 -req "
+      "-in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 1 -extfile ext -out leaf.pem "
+      "2>/dev/null";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::ifstream in(dir + "/leaf.pem");
+  const std::string leaf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::system(("rm -rf " + dir).c_str());
+  ASSERT_NE(leaf.find("BEGIN CERTIFICATE"), std::string::npos);
+  EXPECT_EQ(Verify(ca->cert_pem, leaf), X509_V_ERR_EXCLUDED_VIOLATION);
 }
 
 TEST(TlsCa, LeafOutsideTheNameConstraintsFailsVerification) {
