@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/network_helper_protocol.h"
+#include "sandbox/sibling_executable.h"
 #include "sandbox/policy.h"
 
 namespace sbx {
@@ -139,17 +140,7 @@ int ExecHelperInChild(const char* binary, int control, int audit, int dev_null, 
 }  // namespace
 
 Result<std::string> NetworkHelperNextToExecutable() {
-  char exe[PATH_MAX];
-  const ssize_t size = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (size <= 0) return SysError(ErrorCode::kUnavailable, "sbx-netd: readlink(/proc/self/exe)");
-  std::string path(exe, static_cast<size_t>(size));
-  path.resize(path.rfind('/') + 1);
-  path += "sbx-netd";
-  if (access(path.c_str(), X_OK) != 0) {
-    return SysError(ErrorCode::kUnavailable,
-                    "sbx-netd: " + path + " (build it, or give the helper's path explicitly)");
-  }
-  return path;
+  return SiblingExecutable("sbx-netd", "build it, or give the helper's path explicitly");
 }
 
 Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& binary,

@@ -1,9 +1,15 @@
 // sbx command-line entry point: dispatches to the subcommands; everything else is the library's.
+// `sbx agent` is a separate program (sbx-agent, next to sbx): the LLM client's libcurl pulls in
+// some thirty shared libraries whose loading and relocation cost every `sbx run` about 9 ms here,
+// so sbx itself links none of them (and its own libraries statically, see CMakeLists.txt).
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
-#include "src/cli/agent_command.h"
+#include "sandbox/sibling_executable.h"
 #include "src/cli/doctor_command.h"
 #include "src/cli/image_command.h"
 #include "src/cli/run_command.h"
@@ -24,6 +30,21 @@ void PrintUsage() {
                SBX_VERSION);
 }
 
+// Replaces this process with sbx-agent, passing the arguments after "agent" and the environment
+// unchanged (the agent reads its model's key from it; the sandboxes never see it).
+int ExecAgent(char** argv) {
+  auto agent = sbx::SiblingExecutable("sbx-agent", "build it: tools/build.sh");
+  if (!agent) {
+    std::fprintf(stderr, "sbx: %s\n", agent.error().ToString().c_str());
+    return 125;
+  }
+  std::string program = "sbx-agent";
+  argv[1] = program.data();
+  execv(agent->c_str(), argv + 1);
+  std::fprintf(stderr, "sbx: execv(%s): %s\n", agent->c_str(), std::strerror(errno));
+  return 125;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,7 +62,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "run") return sbx::cli::RunRunCommand(argc - 1, argv + 1);
-  if (command == "agent") return sbx::cli::RunAgentCommand(argc - 1, argv + 1);
+  if (command == "agent") return ExecAgent(argv);
   if (command == "doctor") return sbx::cli::RunDoctorCommand(argc - 1, argv + 1);
   if (command == "image") return sbx::cli::RunImageCommand(argc - 1, argv + 1);
   std::fprintf(stderr, "sbx: unknown command \"%s\"; see `sbx --help`\n", command.c_str());

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -159,6 +160,22 @@ TEST(Cli, DoctorSaysThisHostCanRunSbx) {
   EXPECT_TRUE(json["can_run_safely"]);
   EXPECT_TRUE(json["features"]["user_namespaces"]["available"]);
   EXPECT_TRUE(json["features"]["seccomp"]["available"]);
+}
+
+TEST(Cli, AgentIsSbxAgentNextToSbx) {
+  HostRun run = Sbx({"agent", "--help"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("usage: sbx agent"), std::string::npos) << run.output;
+
+  // A copy of sbx alone in a directory: `agent` names the missing program, runs nothing else.
+  char dir_template[] = "/tmp/sbx-cli-alone-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  std::filesystem::copy_file(SBX_BINARY, dir + "/sbx");
+  HostRun alone = RunOnHost({dir + "/sbx", "agent", "--task", "x"});
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(alone.exit_code, 125);
+  EXPECT_NE(alone.output.find(dir + "/sbx-agent"), std::string::npos) << alone.output;
 }
 
 }  // namespace

@@ -1,0 +1,5 @@
+// sbx-agent: `sbx agent`, as its own program so that only the agent loads the LLM client's
+// libcurl (sbx execs this with argv[0] = "sbx-agent" in place of "agent").
+#include "src/cli/agent_command.h"
+
+int main(int argc, char** argv) { return sbx::cli::RunAgentCommand(argc, argv); }
