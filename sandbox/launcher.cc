@@ -154,19 +154,9 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   std::optional<RunCgroup> cgroup = std::move(*created);
   const CgroupEnforcement enforced = cgroup ? cgroup->enforcement() : CgroupEnforcement{};
 
-  if (!workspace && spec.held_workspace == nullptr) {
-    auto temporary = CreateTemporaryWorkspace(mapping->host_uid, mapping->host_gid);
-    if (!temporary) return temporary.error();
-    workspace = std::move(*temporary);
-  }
-  // A held workspace is the caller's to remove; one made here is removed with the run.
-  const Workspace& run_workspace = spec.held_workspace ? *spec.held_workspace : *workspace;
-  struct TemporaryWorkspaceRemover {
-    const std::optional<Workspace>& workspace;
-    ~TemporaryWorkspaceRemover() {
-      if (workspace && workspace->temporary) (void)RemoveTree(workspace->path);
-    }
-  } remove_workspace{workspace};
+  // A held workspace is the caller's; without any, /workspace is a tmpfs inside the sandbox
+  // (nothing to create on the host's disk, nothing to remove, nothing to copy back).
+  const Workspace* run_workspace = spec.held_workspace ? spec.held_workspace : workspace ? &*workspace : nullptr;
 
   // 3b. Network allowlist: the audit log and sbx-netd, ready before the child exists.
   std::unique_ptr<AllowlistRun> allowlist;
@@ -201,8 +191,9 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   plan.stderr_fd = err_pipe->write.get();
   plan.root_mode = mapping->root_mode;
   plan.set_up_loopback = policy.network != NetworkMode::kHost;
-  plan.mounts = PrepareMountsInParent(image->path, image->fd.get(), run_workspace.path,
-                                      run_workspace.fd.get(), policy.limits);
+  plan.mounts = PrepareMountsInParent(image->path, image->fd.get(),
+                                      run_workspace ? run_workspace->path : std::string(),
+                                      run_workspace ? run_workspace->fd.get() : -1, policy.limits);
   if (allowlist) {
     plan.capture = allowlist->plan();
     // The stub DNS of sbx-netd answers on the sandbox's own loopback (a capture socket).

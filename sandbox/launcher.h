@@ -3,7 +3,7 @@
 // The order, written once (launcher.cc follows it; child_main.cc holds steps 6-20):
 //  Parent
 //   1. Validate the policy and the command; verify the image; open image and workspace as
-//      O_PATH fds (a temporary workspace is created owned by the sandbox user).
+//      O_PATH fds (without a workspace, step 9 mounts a tmpfs there).
 //   2. Compile (or reuse) the seccomp program; prepare capabilities, rlimits, mounts, env.
 //   3. Create the run's cgroup (v2, else v1, else rlimits if the policy allows degrading).
 //   4. clone3(CLONE_NEWUSER|NEWNS|NEWPID|NEWUTS|NEWIPC[|NEWNET]|PIDFD[|INTO_CGROUP]).
@@ -15,7 +15,7 @@
 //   7. (after 12) wait for "cgroup placed"; unshare(CLONE_NEWCGROUP) so the run's cgroup is
 //      its root. Nothing of the program runs before.
 //   8. Private propagation; scratch tmpfs; image bound as the overlay's lower layer.
-//   9. Overlay root; workspace bound at /workspace.
+//   9. Overlay root; workspace bound at /workspace (or a tmpfs of limits.tmp_size there).
 //  10. /proc with masked entries; minimal /dev; /tmp tmpfs.
 //  11. pivot_root and detach the old root.
 //  12. Hostname "sandbox"; lo up in a fresh network namespace. Network allowlist: every
@@ -36,7 +36,7 @@
 //      to the init (SIGCONT+SIGTERM to all), then after a grace SIGKILL the init (which ends
 //      the namespace) and cgroup.kill (v2).
 //  22. Reap the init (the kernel has killed the namespace by then); read cgroup usage; remove
-//      the cgroup and the temporary workspace; build the typed result.
+//      the cgroup; build the typed result.
 #pragma once
 
 #include <string>
@@ -54,7 +54,7 @@ struct RunSpec {
   Policy policy;
   std::vector<std::string> argv;
   std::string image_dir;       // the read-only lower layer
-  std::string workspace_dir;   // empty: a fresh temporary workspace, removed afterwards
+  std::string workspace_dir;   // empty: /workspace is a tmpfs that ends with the run
   // A workspace the caller opened (OpenWorkspace) or created (CreateTemporaryWorkspace) and
   // keeps across runs, such as a session's; wins over workspace_dir; never removed here.
   const Workspace* held_workspace = nullptr;

@@ -11,6 +11,9 @@
 
 #include <cerrno>
 #include <iterator>
+#include <string>
+
+#include "sandbox/userns.h"
 
 namespace sbx {
 namespace {
@@ -154,6 +157,17 @@ int BuildDev(const MountPlan& plan) {
   return BindRemount("root/dev", MS_RDONLY | MS_NOSUID | MS_NOEXEC);
 }
 
+// The caller's directory, bound read-write; or, for a run that keeps no workspace, a tmpfs:
+// bounded like /tmp, and nothing on the host's disk to create, chown and remove per run.
+int MountWorkspace(const MountPlan& plan, const MountSources& sources, const char* bind_source) {
+  if (sources.workspace_fd < 0) {
+    const char* options = plan.workspace_tmpfs_options.c_str();
+    return ::mount("tmpfs", "root/workspace", "tmpfs", kSafe, options) == 0 ? 0 : errno;
+  }
+  if (::mount(bind_source, "root/workspace", nullptr, MS_BIND, nullptr) != 0) return errno;
+  return BindRemount("root/workspace", kSafe);
+}
+
 int MaskProc() {
   for (const char* file : kMaskedProcFiles) {
     if (::access(file, F_OK) != 0) continue;
@@ -198,6 +212,9 @@ MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
                          "/upper,workdir=" + scratch + "/work";
   plan.tmp_options = "size=" + std::to_string(limits.tmp_size_bytes) + ",mode=1777";
   plan.shm_options = "size=" + std::to_string(limits.tmp_size_bytes) + ",mode=1777";
+  const std::string sandbox_id = std::to_string(kSandboxId);
+  plan.workspace_tmpfs_options = "size=" + std::to_string(limits.tmp_size_bytes) +
+                                 ",mode=0700,uid=" + sandbox_id + ",gid=" + sandbox_id;
   return plan;
 }
 
@@ -207,6 +224,7 @@ int OpenMountSourcesInChild(const MountPlan& plan, MountSources* sources, ChildS
     errno = -sources->image_fd;
     return Fail(ChildStep::kMountImage, failed_step);
   }
+  if (plan.workspace_fd < 0) return 0;  // a tmpfs workspace: nothing to re-open
   sources->workspace_fd = ReopenSameDirectory(plan.workspace_path.c_str(), plan.workspace_fd);
   if (sources->workspace_fd < 0) {
     errno = -sources->workspace_fd;
@@ -221,7 +239,7 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
     return Fail(ChildStep::kMountPrivate, failed_step);
   char image_source[32], workspace_source[32];
   FdPath(sources.image_fd, image_source);
-  FdPath(sources.workspace_fd, workspace_source);
+  if (sources.workspace_fd >= 0) FdPath(sources.workspace_fd, workspace_source);
   if (::mount("tmpfs", kScratch, "tmpfs", kSafe | MS_NOEXEC, plan.scratch_options.c_str()) != 0 ||
       ::chdir(kScratch) != 0)
     return Fail(ChildStep::kMountScratch, failed_step);
@@ -261,9 +279,7 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
       return Fail(ChildStep::kCaBundle, failed_step);
     }
   }
-  if (::mount(workspace_source, "root/workspace", nullptr, MS_BIND, nullptr) != 0)
-    return Fail(ChildStep::kMountWorkspace, failed_step);
-  if (int err = BindRemount("root/workspace", kSafe)) {
+  if (int err = MountWorkspace(plan, sources, workspace_source)) {
     errno = err;
     return Fail(ChildStep::kMountWorkspace, failed_step);
   }

@@ -12,7 +12,8 @@
 //   holds the overlay's upper and work directories; image and workspace are bound in from
 //   fds opened before that.
 //   /            overlay: image (read-only lower) + scratch upper
-//   /workspace   the workspace directory, bound from its fd, read-write
+//   /workspace   the workspace directory, bound from its fd, read-write; without one (a run
+//                that keeps nothing), a tmpfs of limits.tmp_size owned by the sandbox user
 //   /proc        a fresh proc for the new pid namespace; kcore, keys, timer_list, sysrq-trigger
 //                and friends covered by /dev/null; sys, bus, fs, irq read-only
 //   /dev         tmpfs with null, zero, full, random, urandom, tty bound from the host; a new
@@ -36,7 +37,8 @@ struct MountPlan {
   std::string image_path;
   std::string workspace_path;
   int image_fd = -1;
-  int workspace_fd = -1;
+  int workspace_fd = -1;           // -1: /workspace is a tmpfs (workspace_tmpfs_options)
+  std::string workspace_tmpfs_options;
   std::string scratch_options;   // tmpfs options for the scratch (upper) layer
   std::string overlay_options;
   std::string tmp_options;
@@ -62,6 +64,7 @@ struct ProcMasks {
 };
 const ProcMasks& SandboxProcMasks();
 
+// workspace_fd -1 (and an empty path): the run's /workspace is a tmpfs that dies with it.
 MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
                                 const std::string& workspace_path, int workspace_fd,
                                 const Limits& limits);

@@ -162,6 +162,26 @@ TEST(Cli, DoctorSaysThisHostCanRunSbx) {
   EXPECT_TRUE(json["features"]["seccomp"]["available"]);
 }
 
+TEST(Cli, WithoutAWorkspaceTheRunGetsABoundedTmpfsAndTheHostDiskNothing) {
+  auto state = StateDirectory();
+  ASSERT_TRUE(state);
+  const size_t before = EntryCount(*state);
+  char policy_path[] = "/tmp/sbx-cli-policy-XXXXXX";
+  const int policy_fd = ::mkstemp(policy_path);
+  ASSERT_GE(policy_fd, 0);
+  ::close(policy_fd);
+  std::ofstream(policy_path) << R"({"limits": {"tmp_size": "2M"}})";
+  HostRun run = Sbx({"run", "--policy", policy_path, "--", "/bin/sh", "-c",
+                     "stat -f -c %T /workspace; stat -c %u:%a /workspace; echo x > /workspace/f; "
+                     "cat /workspace/f; head -c 3M /dev/zero > /workspace/big || echo full"});
+  ::unlink(policy_path);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("tmpfs\n1000:700\nx\n"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("No space left on device"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("full\n"), std::string::npos) << run.output;
+  EXPECT_EQ(EntryCount(*state), before);
+}
+
 TEST(Cli, AgentIsSbxAgentNextToSbx) {
   HostRun run = Sbx({"agent", "--help"});
   EXPECT_EQ(run.exit_code, 0) << run.output;
