@@ -157,6 +157,18 @@ int BuildDev(const MountPlan& plan) {
   return BindRemount("root/dev", MS_RDONLY | MS_NOSUID | MS_NOEXEC);
 }
 
+// /usr straight from the image, read-only, over the overlay's: nothing under it is writable by
+// the sandbox user anyway (the image's files belong to root), so the program sees the same
+// files and permissions, but Python's hundreds of lookups there skip overlayfs, and so does the
+// eviction of their dentries when the namespace ends (about 1 ms of a `python3 -c pass` here).
+// An image without a /usr directory keeps the overlay's.
+int BindImageUsr() {
+  struct stat usr {};
+  if (::lstat("lower/usr", &usr) != 0 || !S_ISDIR(usr.st_mode)) return 0;
+  if (::mount("lower/usr", "root/usr", nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+  return BindRemount("root/usr", MS_RDONLY | kSafe);
+}
+
 // The caller's directory, bound read-write; or, for a run that keeps no workspace, a tmpfs:
 // bounded like /tmp, and nothing on the host's disk to create, chown and remove per run.
 int MountWorkspace(const MountPlan& plan, const MountSources& sources, const char* bind_source) {
@@ -255,6 +267,10 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
   }
   if (::mount("overlay", "root", "overlay", kSafe, plan.overlay_options.c_str()) != 0)
     return Fail(ChildStep::kMountOverlay, failed_step);
+  if (int err = BindImageUsr()) {
+    errno = err;
+    return Fail(ChildStep::kMountOverlay, failed_step);
+  }
   if (!plan.expose_image_at.empty()) {
     // "root" + the absolute path; mkdir in the overlay only copies up its parent.
     char target[96];

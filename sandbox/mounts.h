@@ -12,6 +12,7 @@
 //   holds the overlay's upper and work directories; image and workspace are bound in from
 //   fds opened before that.
 //   /            overlay: image (read-only lower) + scratch upper
+//   /usr         the image's /usr bound read-only (no overlayfs on Python's lookups)
 //   /workspace   the workspace directory, bound from its fd, read-write; without one (a run
 //                that keeps nothing), a tmpfs of limits.tmp_size owned by the sandbox user
 //   /proc        a fresh proc for the new pid namespace; kcore, keys, timer_list, sysrq-trigger

@@ -27,13 +27,16 @@ TEST(Isolation, HostFilesOutsideImageAndWorkspaceAreInvisible) {
 }
 
 TEST(Isolation, ImageIsReadOnlyForTheProgramAndWritesVanish) {
+  // /etc is the overlay's (root's files: permission denied); /usr the image's own, read-only.
   RunResult first = RunInSandbox({"/bin/sh", "-c",
-                                  "echo x > /usr/sbx-probe; echo $?; echo y > /tmp/sbx-probe; "
-                                  "cat /tmp/sbx-probe"});
-  EXPECT_EQ(first.stdout_data, "2\ny\n") << first.stderr_data;  // sh: 2 = redirection failed
+                                  "echo x > /etc/sbx-probe; echo $?; echo x > /usr/sbx-probe; echo $?; "
+                                  "echo y > /tmp/sbx-probe; cat /tmp/sbx-probe"});
+  EXPECT_EQ(first.stdout_data, "2\n2\ny\n") << first.stderr_data;  // sh: 2 = redirection failed
   EXPECT_TRUE(Contains(first.stderr_data, "Permission denied")) << first.stderr_data;
-  RunResult second = RunInSandbox({"/bin/sh", "-c", "ls /tmp /usr/sbx-probe"});
+  EXPECT_TRUE(Contains(first.stderr_data, "Read-only file system")) << first.stderr_data;
+  RunResult second = RunInSandbox({"/bin/sh", "-c", "ls /tmp /etc/sbx-probe /usr/sbx-probe"});
   EXPECT_FALSE(Contains(second.stdout_data, "sbx-probe"));
+  EXPECT_EQ(::access((TestImage() + "/etc/sbx-probe").c_str(), F_OK), -1);
   EXPECT_EQ(::access((TestImage() + "/usr/sbx-probe").c_str(), F_OK), -1);
 }
 
