@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <system_error>
 
 namespace sbx {
 namespace {
@@ -18,10 +19,16 @@ void WriteAll(int fd, const char* data, size_t size) {
   }
 }
 
+void WriteDroppedNote(int fd, uint64_t dropped_bytes) {
+  if (dropped_bytes == 0) return;
+  std::string note = "\n[sbx: " + std::to_string(dropped_bytes) +
+                     " bytes not shown: the reader of this stream fell behind]\n";
+  WriteAll(fd, note.data(), note.size());
+}
+
 }  // namespace
 
-OutputForwarder::OutputForwarder(int fd, size_t max_queued)
-    : fd_(fd), max_queued_(max_queued), thread_([this] { Run(); }) {}
+OutputForwarder::OutputForwarder(int fd, size_t max_queued) : fd_(fd), max_queued_(max_queued) {}
 
 OutputForwarder::~OutputForwarder() { Close(); }
 
@@ -29,7 +36,16 @@ void OutputForwarder::Push(const char* data, size_t size) {
   if (size == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (closing_) return;
-  if (queued_bytes_ + size > max_queued_) {
+  // The thread starts with the first output: a run that prints nothing creates none. Without
+  // one (the system refused a thread), the output is counted as dropped and Close says so.
+  if (!thread_.joinable() && !no_thread_) {
+    try {
+      thread_ = std::thread([this] { Run(); });
+    } catch (const std::system_error&) {
+      no_thread_ = true;
+    }
+  }
+  if (no_thread_ || queued_bytes_ + size > max_queued_) {
     dropped_bytes_ += size;
     return;
   }
@@ -45,7 +61,11 @@ void OutputForwarder::Close() {
     closing_ = true;
     wake_.notify_one();
   }
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+  } else if (no_thread_) {
+    WriteDroppedNote(fd_, dropped_bytes_);
+  }
 }
 
 uint64_t OutputForwarder::dropped_bytes() const {
@@ -65,12 +85,9 @@ void OutputForwarder::Run() {
     WriteAll(fd_, chunk.data(), chunk.size());
     lock.lock();
   }
-  if (dropped_bytes_ > 0) {
-    std::string note = "\n[sbx: " + std::to_string(dropped_bytes_) +
-                       " bytes not shown: the reader of this stream fell behind]\n";
-    lock.unlock();
-    WriteAll(fd_, note.data(), note.size());
-  }
+  const uint64_t dropped = dropped_bytes_;
+  lock.unlock();
+  WriteDroppedNote(fd_, dropped);
 }
 
 }  // namespace sbx

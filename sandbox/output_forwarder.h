@@ -1,5 +1,5 @@
 // OutputForwarder: copies a sandbox's output to one of the runner's descriptors from its own
-// thread, so a slow or stalled reader of the runner's stdout (a pager, a paused terminal, a
+// thread (started by the first output), so a slow or stalled reader of the runner's stdout (a pager, a paused terminal, a
 // full pipe) never stalls supervision: the timeout holds whatever the reader does.
 #pragma once
 
@@ -40,6 +40,7 @@ class OutputForwarder {
   size_t queued_bytes_ = 0;
   uint64_t dropped_bytes_ = 0;
   bool closing_ = false;
+  bool no_thread_ = false;  // the first Push could not start the thread
   std::thread thread_;
 };
 
