@@ -306,8 +306,8 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
     result.status = RunStatus::kExited;
     result.exec_failure_code = *outcome.exec_errno == ENOENT ? 127 : 126;
     result.exit_code = result.exec_failure_code;
-    result.stderr_data += "sbx: cannot run " + spec.argv[0] + " in the sandbox: " +
-                          std::strerror(*outcome.exec_errno) + "\n";
+    result.exec_error = "cannot run " + spec.argv[0] + " in the sandbox: " + std::strerror(*outcome.exec_errno);
+    result.stderr_data += "sbx: " + result.exec_error + "\n";
   } else {
     result.status = StatusFrom(outcome, usage, result);
   }

@@ -56,6 +56,7 @@ struct RunResult {
   std::string setup_error;            // set when status is kSetupFailed
   // The command could not be started inside: 126 cannot execute, 127 not found (0 if it ran).
   int exec_failure_code = 0;
+  std::string exec_error;  // then: why, one line (also the last line of stderr_data)
 };
 
 const char* RunStatusName(RunStatus status);

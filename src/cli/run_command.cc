@@ -141,6 +141,8 @@ int RunRunCommand(int argc, char** argv) {
     std::printf("%s\n", RunResultToJson(*result).c_str());
   } else if (result->status == RunStatus::kSetupFailed) {
     std::fprintf(stderr, "sbx: %s\n", result->setup_error.c_str());
+  } else if (result->exec_failure_code != 0) {
+    std::fprintf(stderr, "sbx: %s\n", result->exec_error.c_str());  // the program never ran
   } else if (result->status != RunStatus::kExited) {
     std::fprintf(stderr, "sbx: %s\n", RunStatusName(result->status));
   }

@@ -46,7 +46,10 @@ TEST(Cli, JsonPrintsOneObjectWithTheContractFields) {
 }
 
 TEST(Cli, MissingCommandIs127AndSignalIs128PlusN) {
-  EXPECT_EQ(Sbx({"run", "--", "definitely-not-here"}).exit_code, 127);
+  HostRun missing = Sbx({"run", "--", "definitely-not-here"});
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_NE(missing.output.find("sbx: cannot run definitely-not-here in the sandbox: No such file"),
+            std::string::npos) << missing.output;
   EXPECT_EQ(Sbx({"run", "--", "/bin/sh", "-c", "kill -KILL $$"}).exit_code, 137);
 }
 
