@@ -166,10 +166,15 @@ Result<void> Topology::Build() {
     }
   }
 
-  if (::mkdir(kEtcNetns, 0755) != 0 && errno != EEXIST)
-    return SysError(ErrorCode::kIo, std::string("mkdir(") + kEtcNetns + ")");
+  // Another test process may remove /etc/netns, empty for an instant, between the two mkdirs
+  // (RemoveEtcNetnsIfEmpty): then both are made again.
   std::string etc = std::string(kEtcNetns) + "/" + t_;
-  if (::mkdir(etc.c_str(), 0755) != 0) return SysError(ErrorCode::kIo, "mkdir(" + etc + ")");
+  for (int attempt = 0;; ++attempt) {
+    if (::mkdir(kEtcNetns, 0755) != 0 && errno != EEXIST)
+      return SysError(ErrorCode::kIo, std::string("mkdir(") + kEtcNetns + ")");
+    if (::mkdir(etc.c_str(), 0755) == 0) break;
+    if (errno != ENOENT || attempt == 10) return SysError(ErrorCode::kIo, "mkdir(" + etc + ")");
+  }
   etc_created_ = true;
   SBX_TRY(WriteFile(etc + "/hosts", HostsFile()));
   SBX_TRY(WriteFile(etc + "/resolv.conf",
