@@ -29,6 +29,12 @@ const char* const kDefaultZygoteWarmup =
     "fig = plt.figure(); plt.plot([1, 2, 3]); fig.savefig(io.BytesIO(), format='png')\n"
     "plt.close('all')\n";
 
+const char* const kDefaultPrefaultCode =
+    "import numpy as np\n"
+    "import pandas as pd\n"
+    "df = pd.DataFrame({'a': range(1000), 'b': np.arange(1000) % 7})\n"
+    "df.describe(); df.groupby('b').a.mean(); repr(df.head())\n";
+
 namespace {
 
 struct WarmSession {
@@ -205,6 +211,7 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
   zygote_options.session_idle_seconds = options.session_idle_seconds;
   zygote_options.start_timeout_seconds = options.start_timeout_seconds;
   zygote_options.warmup_code = options.warmup_code;
+  zygote_options.prefault_code = options.prefault_code;
   auto zygote = Zygote::Start(zygote_options, core->root);
   if (!zygote) return zygote.error().Context("pool");
   core->zygote = std::move(*zygote);
