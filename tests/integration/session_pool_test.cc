@@ -188,7 +188,8 @@ TEST(SessionPool, TwoHundredSessionsLeaveNothingBehind) {
         EXPECT_EQ(Python(*session, "1 + 1").value.value_or(""), "2");
       }
     }
-    // Every closed session's workspace is gone; only the warm ones' remain.
+    // Every closed session's workspace is gone once the reaper is done; only the warm ones' remain.
+    EXPECT_TRUE(pool->WaitForRetired(30 * WallClockScale()));
     EXPECT_LE(EntriesWithPrefix(pool->workspaces_root(), "s-").size(), 4u);
   }
   EXPECT_TRUE(HostProcessesWith("zygote.py").empty());
