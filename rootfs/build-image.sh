@@ -87,7 +87,8 @@ else
 fi
 
 # The recipe files are what decides the image, apart from the mirror's package versions.
-recipe_files=("$recipe" "$here/build-image.sh" "$here/customize.sh" "$here/session_driver.py" "$here/zygote.py")
+recipe_files=("$recipe" "$here/build-image.sh" "$here/customize.sh" "$here/session_driver.py" "$here/zygote.py"
+  "$here/zygote_prefault.py")
 recipe_id=$({ cat "${recipe_files[@]}"; echo "$arch"; } | sha256sum | cut -c1-12)
 
 mkdir -p "$cache"

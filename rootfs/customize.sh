@@ -69,6 +69,8 @@ install_session_driver() {
   install -D -m 0644 -o 0 -g 0 "$(dirname "$recipe")/session_driver.py" \
     "$root/usr/lib/sbx/session_driver.py"
   install -D -m 0644 -o 0 -g 0 "$(dirname "$recipe")/zygote.py" "$root/usr/lib/sbx/zygote.py"
+  install -D -m 0644 -o 0 -g 0 "$(dirname "$recipe")/zygote_prefault.py" \
+    "$root/usr/lib/sbx/zygote_prefault.py"
 }
 
 clean() {

@@ -9,7 +9,7 @@ itself never runs untrusted code. Protocol on fd 0 (frames as in session_driver.
   host   -> {"op": "config", "seccomp": base64 BPF, "last_cap": 40, "sandbox_id": 1000,
              "masks": {"files": [...], "read_only": [...], "hidden": [...], "devices": [...]},
              "scratch_options": "...", "tmp_options": "...", "shm_options": "...",
-             "idle_seconds": 900.0, "warmup": "code"}
+             "idle_seconds": 900.0, "warmup": "code", "prefault": "code"}
   zygote -> {"op": "ready", "threads": 1}            the stack is imported and warmed up
   host   -> {"op": "spawn", "workspace": "s-7", "rlimits": [[resource, value], ...]}
             with SCM_RIGHTS: the session's socket and an O_PATH fd of its workspace directory
@@ -27,8 +27,10 @@ Each spawn forks a session that becomes pid 1 of a fresh pid namespace and, in t
   6. rlimits; drops the bounding and ambient sets; no groups; uid and gid 1000; every
      capability set empty; parent-death signal re-armed; no_new_privs;
   7. stdin, stdout, stderr on /dev/null; every other fd but the session socket closed;
-  8. installs the seccomp filter (the program the host sent, with TSYNC): the last step;
-     then sends {"op": "prepared"};
+  8. installs the seccomp filter (the program the host sent, with TSYNC): the last step of
+     the isolation; copies the zygote pages a first execution would write (zygote_prefault.py,
+     learned once at start from the warm-up), so the first request does not pay for those
+     faults; then sends {"op": "prepared"};
   9. serves session_driver.py's protocol on the socket (its "ready" frame first).
 A step that fails sends {"op": "setup_failed", "step": ..., "errno": ..., "message": ...} on
 the session socket and exits 125: the host discards the session and says which step failed.
@@ -56,6 +58,7 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import session_driver  # noqa: E402
+import zygote_prefault  # noqa: E402
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000
@@ -122,9 +125,10 @@ def bind_remount(path, extra, step):
 
 
 class Zygote:
-    def __init__(self, control, config):
+    def __init__(self, control, config, prefault_ranges):
         self.control = control
         self.config = config
+        self.prefault_ranges = prefault_ranges
         self.seccomp = base64.b64decode(config["seccomp"])
         if not self.seccomp or len(self.seccomp) % 8:
             raise ValueError("seccomp program: %d bytes, not a whole number of instructions"
@@ -230,6 +234,7 @@ class Zygote:
             self.drop_privileges(rlimits)
             self.clean_fds(channel)
             self.install_seccomp()
+            zygote_prefault.prefault(self.prefault_ranges)
             session_driver.write_frame(channel, b'{"op": "prepared"}')
         except SetupError as e:
             self.fail(channel, e.step, e.errno, e.detail)
@@ -409,6 +414,22 @@ def warm_up(code):
         exec(compile(code, "<sbx warm-up>", "exec"), {"__name__": "__sbx_warmup__"})
 
 
+def first_execution(code):
+    """A session's first execution through the driver, for zygote_prefault.learn's fork."""
+    def run():
+        # The cell file goes to a tmpfs of this throwaway fork, not to the zygote's /tmp.
+        check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+        mount(None, "/", None, MS_REC | MS_PRIVATE, None, "mount private")
+        mount("tmpfs", SCRATCH, "tmpfs", SAFE | MS_NOEXEC, "size=16m,mode=0700", "mount scratch")
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (1, 2):
+            os.dup2(null, fd)
+        ours, _ = socket.socketpair()
+        session_driver.Session(ours.fileno()).execute(
+            {"id": 1, "language": "python"}, code.encode())
+    return run
+
+
 def main():
     control = socket.socket(fileno=os.dup(0))
     null = os.open(os.devnull, os.O_RDONLY)
@@ -423,10 +444,13 @@ def main():
     # never walk (and so never copy) the zygote's objects.
     gc.collect()
     gc.freeze()
+    prefault_code = config.get("prefault", "")
+    prefault_ranges = zygote_prefault.learn(first_execution(prefault_code)) if prefault_code else []
     threads = len(os.listdir("/proc/self/task"))
-    zygote = Zygote(control, config)
+    zygote = Zygote(control, config, prefault_ranges)
     session_driver.write_frame(control.fileno(), json.dumps(
-        {"op": "ready", "threads": threads, "python_threads": threading.active_count()}).encode())
+        {"op": "ready", "threads": threads, "python_threads": threading.active_count(),
+         "prefault_pages": sum(n for _, n in prefault_ranges) // zygote_prefault.PAGE}).encode())
     if threads != 1:
         sys.stderr.write("sbx zygote: %d threads after the imports; refusing to fork\n" % threads)
         return 3

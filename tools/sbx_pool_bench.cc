@@ -2,7 +2,10 @@
 // SessionExecutor vs pooled), pooled executions per second, idle pooled session memory, and
 // bare python3 on the host for reference.
 //
-//   build/sbx_pool_bench [--image DIR] [--iterations N] [--warm N] [--seconds S]
+//   build/sbx_pool_bench [--image DIR] [--iterations N] [--warm N] [--seconds S] [--prefault 0|1]
+//
+// --prefault 0 starts the pool with an empty PoolOptions::prefault_code (sessions not
+// pre-faulted), to see what the pre-fault trades: first-execution latency for CPU and memory.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,6 +79,7 @@ int main(int argc, char** argv) {
   std::string image;
   int iterations = 30;
   size_t warm = 4;
+  bool prefault = true;
   double seconds = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
@@ -83,6 +87,7 @@ int main(int argc, char** argv) {
     else if (flag == "--iterations") iterations = std::atoi(argv[i + 1]);
     else if (flag == "--warm") warm = static_cast<size_t>(std::atoi(argv[i + 1]));
     else if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
+    else if (flag == "--prefault") prefault = std::atoi(argv[i + 1]) != 0;
   }
   const std::vector<CodeBlock> blocks = {{"python", kCode}};
   std::printf("code: %s\n\n", kCode);
@@ -134,6 +139,7 @@ int main(int argc, char** argv) {
     sbx::executor::PoolOptions pool_options;
     pool_options.image_dir = image;
     pool_options.warm_sessions = warm;
+    if (!prefault) pool_options.prefault_code.clear();
     pool.reset();
     auto pool_start = Clock::now();
     auto created = sbx::executor::SessionPool::Create(pool_options);
@@ -142,7 +148,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     pool = std::move(*created);
-    std::printf("\n[pool, %zu warm sessions]\n", warm);
+    std::printf("\n[pool, %zu warm sessions, %s]\n", warm, prefault ? "pre-faulted" : "not pre-faulted");
     std::printf("%-44s %8.2f ms\n", "pool start (zygote imports + warm-up)", Ms(pool_start));
     pool->WaitForWarm(warm, 30);
     std::vector<double> pooled, acquire_only, idle_memory;

@@ -43,6 +43,8 @@ class PythonSession {
   bool EndedWhileIdle() const;
   // Asks the driver to exit, then stops whatever is left. Idempotent.
   void Close();
+  // Makes the driver exit without waiting for it (Close() or the destructor then waits).
+  void Hangup() { driver_->Hangup(); }
 
  private:
   PythonSession(std::unique_ptr<DriverProcess> driver, const SessionConfig& config);

@@ -6,15 +6,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "sandbox/image.h"
 #include "sandbox/userns.h"
+#include "src/executor/session_reaper.h"
 #include "src/executor/zygote.h"
 
 namespace sbx::executor {
@@ -29,6 +33,12 @@ const char* const kDefaultZygoteWarmup =
     "fig = plt.figure(); plt.plot([1, 2, 3]); fig.savefig(io.BytesIO(), format='png')\n"
     "plt.close('all')\n";
 
+const char* const kDefaultPrefaultCode =
+    "import numpy as np\n"
+    "import pandas as pd\n"
+    "df = pd.DataFrame({'a': range(1000), 'b': np.arange(1000) % 7})\n"
+    "df.describe(); df.groupby('b').a.mean(); repr(df.head())\n";
+
 namespace {
 
 struct WarmSession {
@@ -36,6 +46,11 @@ struct WarmSession {
   std::string name;
   std::unique_ptr<PooledDriver> driver;
 };
+
+// Spawns in flight at once. A spawn mostly waits (the zygote's fork, the session's mounts and,
+// on cgroup v1, an RCU grace period to move it into its cgroup): one at a time, the refill fell
+// behind a loop that drops sessions as fast as it takes them.
+constexpr size_t kMaxConcurrentSpawns = 4;
 
 bool Ended(const DriverProcess& driver) {
   struct pollfd pfd = {driver.ended_fd(), POLLIN, 0};
@@ -55,9 +70,11 @@ struct PoolCore {
   mutable std::mutex mutex;
   mutable std::condition_variable changed;
   std::deque<WarmSession> warm;
+  size_t spawning = 0;  // refill spawns in flight
   bool stopping = false;
   std::string last_error;
-  std::thread refill;
+  std::vector<std::thread> refill;
+  SessionReaper reaper;
 
   ~PoolCore() {
     Shutdown();
@@ -101,11 +118,13 @@ struct PoolCore {
   void RefillLoop() {
     std::unique_lock<std::mutex> lock(mutex);
     while (true) {
-      changed.wait(lock, [this] { return stopping || warm.size() < options.warm_sessions; });
+      changed.wait(lock, [this] { return stopping || warm.size() + spawning < options.warm_sessions; });
       if (stopping) return;
+      ++spawning;
       lock.unlock();
       auto session = SpawnWarm();
       lock.lock();
+      --spawning;
       if (session) {
         warm.push_back(std::move(*session));
         changed.notify_all();
@@ -124,7 +143,9 @@ struct PoolCore {
       stopping = true;
     }
     changed.notify_all();
-    if (refill.joinable()) refill.join();
+    for (std::thread& thread : refill) thread.join();
+    refill.clear();
+    reaper.Stop();
     std::deque<WarmSession> left;
     {
       std::lock_guard<std::mutex> lock(mutex);
@@ -164,8 +185,7 @@ PooledSessionExecutor::PooledSessionExecutor(ExecutorOptions options, std::share
     : SessionExecutor(std::move(options)), core_(std::move(core)) {}
 
 PooledSessionExecutor::~PooledSessionExecutor() {
-  Close();
-  first_.reset();
+  core_->reaper.Retire(RetiredSession{std::move(session_), std::move(first_), std::exchange(workspace_, Workspace{})});
 }
 
 Result<std::unique_ptr<DriverProcess>> PooledSessionExecutor::StartDriver() {
@@ -205,16 +225,20 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
   zygote_options.session_idle_seconds = options.session_idle_seconds;
   zygote_options.start_timeout_seconds = options.start_timeout_seconds;
   zygote_options.warmup_code = options.warmup_code;
+  zygote_options.prefault_code = options.prefault_code;
   auto zygote = Zygote::Start(zygote_options, core->root);
   if (!zygote) return zygote.error().Context("pool");
   core->zygote = std::move(*zygote);
-  core->refill = std::thread([raw = core.get()] { raw->RefillLoop(); });
+  for (size_t i = 0; i < std::min(options.warm_sessions, kMaxConcurrentSpawns); ++i)
+    core->refill.emplace_back([raw = core.get()] { raw->RefillLoop(); });
   return std::unique_ptr<SessionPool>(new SessionPool(std::move(core)));
 }
 
 SessionPool::~SessionPool() { core_->Shutdown(); }
 
 const std::string& SessionPool::workspaces_root() const { return core_->root.path; }
+
+bool SessionPool::WaitForRetired(double timeout_seconds) const { return core_->reaper.WaitIdle(timeout_seconds); }
 
 size_t SessionPool::WaitForWarm(size_t count, double timeout_seconds) const {
   std::unique_lock<std::mutex> lock(core_->mutex);

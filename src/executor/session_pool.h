@@ -8,7 +8,7 @@
 //   auto pool = SessionPool::Create(options);  // starts the zygote (~0.5 s of imports)
 //   auto session = (*pool)->Acquire();         // a PooledSessionExecutor
 //   (*session)->Execute({{"python", "import pandas as pd\npd.DataFrame(...).describe()"}});
-//   session->reset();                          // kills its tree, removes its cgroup and workspace
+//   session.reset();  // ends it on the pool's reaper thread: its tree, cgroup and workspace go
 //
 // What a pooled session is (rootfs/zygote.py holds the child's steps, zygote.h the host's):
 // pid 1 of its own pid namespace, nested in the zygote's; its own mount namespace with an
@@ -20,8 +20,8 @@
 // share the zygote's user namespace (each cold sandbox has its own); inside it they hold no
 // capability and cannot see one another's processes, files, sockets or IPC objects.
 //
-// Lifetimes: an executor ends its session (and removes its cgroup and workspace) when it is
-// destroyed or closed. Destroying the pool kills the zygote and every session, including those
+// Lifetimes: an executor ends its session when it is closed (at once) or destroyed (the pool's
+// reaper thread finishes it, and removes its cgroup and workspace; WaitForRetired waits). Destroying the pool kills the zygote and every session, including those
 // of executors still alive (their next Execute fails). If the owning process dies, the
 // zygote's sandbox dies with it and every session with the zygote's pid namespace.
 //
@@ -46,6 +46,13 @@ namespace sbx::executor {
 // Run once in the zygote before it forks: pulls in the lazily imported parts of the stack
 // that typical agent code reaches (DataFrame construction and describe, groupby, a figure).
 extern const char* const kDefaultZygoteWarmup;
+// A typical first execution (DataFrame construction, describe, groupby, repr). The zygote runs
+// it once in a throwaway fork and learns which of its own pages it writes; every session copies
+// those pages while it is prepared (rootfs/zygote_prefault.py), so its first execution does not
+// take a copy-on-write fault for each (about 2,000 pages; a fault costs about 10 us on the build
+// VMs). The price: an idle session holds that memory (about 6.5 MiB) from the start instead of
+// from its first execution.
+extern const char* const kDefaultPrefaultCode;
 
 struct PoolOptions {
   Policy policy;             // every session's limits and environment; network must be "none"
@@ -54,6 +61,7 @@ struct PoolOptions {
   double session_idle_seconds = 900;  // a session (warm or in use) ends after this idle time
   CgroupOptions cgroup_options;
   std::string warmup_code = kDefaultZygoteWarmup;
+  std::string prefault_code = kDefaultPrefaultCode;  // empty: sessions are not pre-faulted
   double start_timeout_seconds = 120;
 };
 
@@ -97,6 +105,10 @@ class SessionPool {
   Result<std::unique_ptr<PooledSessionExecutor>> Acquire(PooledSessionOptions options = {});
   // Sessions ready now; blocks until `count` are (or `timeout_seconds` passed).
   size_t WaitForWarm(size_t count, double timeout_seconds) const;
+  // Executors end their session on the pool's reaper thread (session_reaper.h), after they
+  // are destroyed. True once every session dropped so far is gone with its cgroup and
+  // workspace (blocks up to `timeout_seconds`).
+  bool WaitForRetired(double timeout_seconds) const;
   // The directory that holds every session's workspace (removed with the pool).
   const std::string& workspaces_root() const;
 

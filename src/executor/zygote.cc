@@ -66,6 +66,7 @@ Result<std::string> ConfigJson(const ZygoteOptions& options) {
       {"shm_options", TmpfsOptions(limits.tmp_size_bytes, "1777")},
       {"idle_seconds", options.session_idle_seconds},
       {"warmup", options.warmup_code},
+      {"prefault", options.prefault_code},
   };
   return config.dump();
 }

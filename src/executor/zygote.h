@@ -43,6 +43,7 @@ struct ZygoteOptions {
   double start_timeout_seconds = 120;  // the zygote's imports
   double spawn_timeout_seconds = 30;   // one session's setup
   std::string warmup_code;             // run once in the zygote before it forks anything
+  std::string prefault_code;           // its pages are learned in a fork (zygote_prefault.py)
 };
 
 // A session forked by the zygote: its socket, a pidfd of its pid 1 (readable once the whole
