@@ -4,8 +4,8 @@
 //
 //   build/sbx_pool_bench [--image DIR] [--iterations N] [--warm N] [--seconds S] [--prefault 0|1]
 //
-// --prefault 0 starts the pool with an empty PoolOptions::prefault_code (sessions not
-// pre-faulted), to see what the pre-fault trades: first-execution latency for CPU and memory.
+// --prefault 1 starts the pool with PoolOptions::prefault_code = kDefaultPrefaultCode (opt-in),
+// to see what the pre-fault trades: first-execution latency for CPU and memory.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   std::string image;
   int iterations = 30;
   size_t warm = 4;
-  bool prefault = true;
+  bool prefault = false;
   double seconds = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
     sbx::executor::PoolOptions pool_options;
     pool_options.image_dir = image;
     pool_options.warm_sessions = warm;
-    if (!prefault) pool_options.prefault_code.clear();
+    if (prefault) pool_options.prefault_code = sbx::executor::kDefaultPrefaultCode;
     pool.reset();
     auto pool_start = Clock::now();
     auto created = sbx::executor::SessionPool::Create(pool_options);

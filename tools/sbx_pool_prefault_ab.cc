@@ -1,5 +1,5 @@
 // Measures what the warm pool's pre-fault buys on a machine whose load varies: one process, two
-// pools (PoolOptions::prefault_code as default, and empty), acquisitions alternating between
+// pools (PoolOptions::prefault_code = kDefaultPrefaultCode, and empty), acquisitions alternating between
 // them, so both see the same load. Each sample is acquire + the describe, end to end.
 //
 //   build/sbx_pool_prefault_ab [--image DIR] [--pairs N]
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
     sbx::executor::PoolOptions options;
     options.image_dir = image;
     options.warm_sessions = 2;
-    if (p == 1) options.prefault_code.clear();
+    if (p == 0) options.prefault_code = sbx::executor::kDefaultPrefaultCode;
     auto pool = sbx::executor::SessionPool::Create(options);
     if (!pool) {
       std::fprintf(stderr, "pool: %s\n", pool.error().ToString().c_str());

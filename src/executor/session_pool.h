@@ -51,7 +51,8 @@ extern const char* const kDefaultZygoteWarmup;
 // those pages while it is prepared (rootfs/zygote_prefault.py), so its first execution does not
 // take a copy-on-write fault for each (about 2,000 pages; a fault costs about 10 us on the build
 // VMs). The price: an idle session holds that memory (about 6.5 MiB) from the start instead of
-// from its first execution.
+// from its first execution. Opt-in (PoolOptions::prefault_code): about 10 ms off a fresh
+// session's first execution, measured paired, for 9.8 instead of 3.3 MiB per idle session.
 extern const char* const kDefaultPrefaultCode;
 
 struct PoolOptions {
@@ -61,7 +62,7 @@ struct PoolOptions {
   double session_idle_seconds = 900;  // a session (warm or in use) ends after this idle time
   CgroupOptions cgroup_options;
   std::string warmup_code = kDefaultZygoteWarmup;
-  std::string prefault_code = kDefaultPrefaultCode;  // empty: sessions are not pre-faulted
+  std::string prefault_code;  // empty (default): not pre-faulted; see kDefaultPrefaultCode
   double start_timeout_seconds = 120;
 };
 

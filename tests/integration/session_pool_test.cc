@@ -93,7 +93,9 @@ TEST(SessionPool, PrefaultedSessionCarriesNothingOfTheWarmUp) {
 // The pre-faulted pages are the ones a first describe writes: it takes few page faults, about
 // as few as the same code run a second time (without the pre-fault, ~1,300 against ~60).
 TEST(SessionPool, FirstExecutionFindsItsPagesAlreadyCopied) {
-  auto pool = NewPool(Options(1));
+  PoolOptions options = Options(1);
+  options.prefault_code = kDefaultPrefaultCode;  // opt-in
+  auto pool = NewPool(options);
   ASSERT_TRUE(pool);
   auto session = Acquire(*pool);
   ASSERT_TRUE(session);
