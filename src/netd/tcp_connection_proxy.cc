@@ -62,17 +62,6 @@ void TcpConnection::OnProxyHead(boost::system::error_code ec) {
     refusal_text_ = request.why;
     return Refuse(request.status == 408 ? "timeout" : "proxy_request");
   }
-  // A placeholder in the proxy request (a Proxy-Authorization, say) is sent in the clear: a leak.
-  if (context_.mitm) {
-    std::string text(ToStd(head->parser.get().target()));
-    for (const auto& field : head->parser.get().base()) {
-      text.append("\n").append(ToStd(field.name_string())).append(": ");
-      text.append(ToStd(field.value()));
-    }
-    if (auto leaked = FindPlaceholder(context_.mitm->rules(), context_.mitm->secrets(), text)) {
-      return Refuse("placeholder_leak", "inject[" + std::to_string(*leaked) + "]");
-    }
-  }
   const auto leftover = head->buffer.data();
   const auto* bytes = static_cast<const uint8_t*>(leftover.data());
   if (request.kind == ProxyRequestKind::kForward) {
@@ -92,6 +81,18 @@ void TcpConnection::OnProxyHead(boost::system::error_code ec) {
     destination_.port = request.port;
     destination_.name = request.name;
     destination_.name_src = "proxy";
+  }
+  // A placeholder in the proxy request (a Proxy-Authorization, say) is sent in the clear: a
+  // leak, whatever the target.
+  if (context_.mitm) {
+    std::string text(ToStd(head->parser.get().target()));
+    for (const auto& field : head->parser.get().base()) {
+      text.append("\n").append(ToStd(field.name_string())).append(": ");
+      text.append(ToStd(field.value()));
+    }
+    if (auto leaked = FindPlaceholder(context_.mitm->rules(), context_.mitm->secrets(), text)) {
+      return Refuse("placeholder_leak", "inject[" + std::to_string(*leaked) + "]");
+    }
   }
   if (!forwarding_) return Decide(Peek{});
   // The rewritten head is what a captured port-80 connection would have sent first: the same

@@ -183,6 +183,21 @@ TEST_F(NetworkAllowlist, ProxyEnvForwardsPlainHttpAsCapturedPort80Traffic) {
   ExpectViaProxy(ReadAuditLog(denied.result), ConnDenied("no_rule", "evil.test:80"));
 }
 
+TEST_F(NetworkAllowlist, ProxyEnvPlaceholderInForwardedPlainHttpIsBlocked) {
+  SecretFile secret;
+  auto control = Control({"urlopen", "http://cdn.test/", "--auth", "Bearer sbx-ph-0"});
+  EXPECT_EQ(Int(control.probe, "status"), 200) << control.diagnostics;
+  SBX_NET_SANDBOXED_HALF();
+  auto policy = InjectPolicy({"api.test", "cdn.test:80,443"}, "api.test", secret, net().ca_file());
+  policy["proxy_env"] = true;
+  auto run = Sandboxed(policy, {"urlopen", "http://cdn.test/", "--auth-env", "API_KEY"});
+  ASSERT_TRUE(run.ran);
+  ExpectProxyRefusal(run.probe, 403, "placeholder_leak");
+  EXPECT_EQ(CountEvents(run.events, {.server = "cdn.test"}), 0u) << "never reached cdn.test";
+  ExpectViaProxy(ReadAuditLog(run.result), ConnDenied("placeholder_leak", "cdn.test:80"));
+  ExpectSecretNowhere(run, secret.value());
+}
+
 TEST_F(NetworkAllowlist, ProxyEnvRefusesWhatItDoesNotServe) {
   auto control = Control({"urlopen", "https://pypi.test/"});
   EXPECT_EQ(Int(control.probe, "status"), 200) << control.diagnostics;
