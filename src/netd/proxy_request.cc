@@ -1,7 +1,7 @@
-// Reads a CONNECT target and refuses everything else; see proxy_request.h.
+// Reads a proxy request: a CONNECT target, an absolute-form URL to forward, or why it is
+// refused; see proxy_request.h.
 #include "src/netd/proxy_request.h"
 
-#include <algorithm>
 #include <cctype>
 
 #include <boost/beast/http/verb.hpp>
@@ -30,13 +30,6 @@ std::optional<uint16_t> ParsePort(std::string_view text) {
   }
   if (port == 0 || port > 65535) return std::nullopt;
   return static_cast<uint16_t>(port);
-}
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
 }
 
 // "host:port" with host a name, an IPv4 literal or "[v6]"; the port is required for CONNECT
@@ -72,14 +65,10 @@ std::optional<ProxyRequest> ParseAuthority(std::string_view target, uint16_t def
   return request;
 }
 
-bool StartsWithIgnoringCase(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() && EqualsIgnoringCase(text.substr(0, prefix.size()), prefix);
-}
-
 // Fields a proxy consumes or that concern only the client's connection to it.
 bool IsHopByHop(std::string_view name) {
-  return StartsWithIgnoringCase(name, "proxy-") || EqualsIgnoringCase(name, "connection") ||
-         EqualsIgnoringCase(name, "keep-alive");
+  return StartsWithNoCase(name, "proxy-") || EqualsNoCase(name, "connection") ||
+         EqualsNoCase(name, "keep-alive");
 }
 
 // `GET http://host[:port]/path?query` -> the request for the origin server.
@@ -100,7 +89,8 @@ ProxyRequest InterpretForward(const http::request_header<>& head) {
   if (head.count(http::field::host) == 0) out.append("Host: ").append(authority).append("\r\n");
   for (const auto& field : head) {
     if (IsHopByHop(ToStd(field.name_string()))) continue;
-    out.append(ToStd(field.name_string())).append(": ").append(ToStd(field.value())).append("\r\n");
+    out.append(ToStd(field.name_string())).append(": ");
+    out.append(ToStd(field.value())).append("\r\n");
   }
   out.append("Connection: close\r\n\r\n");
   return *request;
@@ -113,8 +103,8 @@ ProxyRequest InterpretProxyRequest(const http::request_header<>& head) {
     return Refused(400, "sbx proxy: HTTP/1.0 or 1.1 only");
   if (head.method() != http::verb::connect) {
     const std::string_view target = ToStd(head.target());
-    if (StartsWithIgnoringCase(target, "http://")) return InterpretForward(head);
-    if (StartsWithIgnoringCase(target, "https://"))
+    if (StartsWithNoCase(target, "http://")) return InterpretForward(head);
+    if (StartsWithNoCase(target, "https://"))
       return Refused(400, "sbx proxy: https:// goes through CONNECT");
     return Refused(405, "sbx proxy: CONNECT or an absolute http:// URL only");
   }
@@ -128,7 +118,7 @@ ProxyRequest InterpretProxyRequest(const http::request_header<>& head) {
   }
   const size_t hosts = head.count(http::field::host);
   if (hosts > 1) return Refused(400, "sbx proxy: more than one Host field");
-  if (hosts == 1 && !EqualsIgnoringCase(ToStd(head[http::field::host]), ToStd(head.target()))) {
+  if (hosts == 1 && !EqualsNoCase(ToStd(head[http::field::host]), ToStd(head.target()))) {
     return Refused(400, "sbx proxy: Host differs from the CONNECT target");
   }
   return *request;
