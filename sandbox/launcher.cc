@@ -210,10 +210,11 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   plan.rlimits = PlanRlimits(policy.limits, enforced.memory, enforced.pids);
   plan.capabilities = *capabilities;
   plan.seccomp = seccomp;
-  if (allowlist && !allowlist->trust().sandbox_env().empty()) {
-    // The trust bundle's variables and the placeholders; the policy's env still has the last
-    // word on the bundle variables (placeholder names may not be in it: ValidatePolicy).
-    std::map<std::string, std::string> env = allowlist->trust().sandbox_env();
+  if (allowlist && !allowlist->sandbox_env().empty()) {
+    // The trust bundle's variables, the placeholders and the proxy variables; the policy's env
+    // still has the last word on the bundle variables (placeholder and proxy names may not be
+    // in it: ValidatePolicy).
+    std::map<std::string, std::string> env = allowlist->sandbox_env();
     for (const auto& [name, value] : policy.env) env[name] = value;
     plan.env_storage = BuildSandboxEnvironment(env);
   } else {

@@ -19,7 +19,7 @@ namespace {
 // How each fd of a batch is described in the message body, one entry per fd, same order.
 struct WireEntry {
   uint8_t tcp;
-  uint8_t reserved;
+  uint8_t proxy;  // 1: the proxy_env listener
   uint16_t port;
 };
 
@@ -110,6 +110,22 @@ int ListenTcp(uint16_t port) {
   return KeepOrClose(fd, ok);
 }
 
+// The proxy_env listener: IPv4 loopback only, so that the proxy is reachable at the address
+// the variables name and nowhere else (other destinations on its port are refused).
+int ListenProxy(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  int one = 1;
+  int ok = ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (ok == 0) ok = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  if (ok == 0) ok = ::listen(fd, kListenBacklog);
+  return KeepOrClose(fd, ok);
+}
+
 // UDP 53 of one family; the IPv6 one is V6ONLY so that the IPv4 socket gets IPv4 queries.
 int BindDns(int family) {
   int fd = ::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -152,10 +168,12 @@ int Fail(ChildStep step, int err, ChildStep* failed_step) {
 
 }  // namespace
 
-CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, int send_fd) {
+CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, uint16_t proxy_port,
+                               int send_fd) {
   CapturePlan plan;
   plan.enabled = true;
   plan.tcp_ports = tcp_ports;
+  plan.proxy_port = proxy_port;
   plan.send_fd = send_fd;
   plan.fds.assign(plan.SocketCount(), -1);
   return plan;
@@ -180,6 +198,15 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
     }
     plan.fds[count] = fd;
     entries[count++] = {1, 0, port};
+  }
+  if (err == 0 && plan.proxy_port != 0) {
+    int fd = ListenProxy(plan.proxy_port);
+    if (fd < 0) {
+      err = -fd;
+    } else {
+      plan.fds[count] = fd;
+      entries[count++] = {1, 1, plan.proxy_port};
+    }
   }
   for (int family : {AF_INET, AF_INET6}) {
     if (err != 0 || (family == AF_INET6 && !have_v6)) break;
@@ -228,7 +255,8 @@ std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int 
       const int* fds = reinterpret_cast<const int*>(CMSG_DATA(header));
       for (size_t i = 0; i < n; ++i, ++received) {
         if (received < described) {
-          sockets.push_back({entries[received].tcp != 0, entries[received].port, fds[i]});
+          const WireEntry& entry = entries[received];
+          sockets.push_back({entry.tcp != 0, entry.proxy != 0, entry.port, fds[i]});
         } else {
           ::close(fds[i]);  // more fds than descriptions: never from our child
         }
@@ -238,9 +266,14 @@ std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int 
   }
   // Anything short of the complete, expected set is no capture at all: the run must not start
   // with a port silently uncaptured.
-  size_t tcp = 0;
-  for (const auto& socket : sockets) tcp += socket.tcp ? 1 : 0;
-  if (!complete || tcp != plan.tcp_ports.size() || sockets.size() < plan.tcp_ports.size() + 1) {
+  size_t tcp = 0, proxy = 0;
+  for (const auto& socket : sockets) {
+    tcp += socket.tcp && !socket.proxy ? 1 : 0;
+    proxy += socket.proxy ? 1 : 0;
+  }
+  const size_t expected_proxy = plan.proxy_port != 0 ? 1 : 0;
+  if (!complete || tcp != plan.tcp_ports.size() || proxy != expected_proxy ||
+      sockets.size() < plan.tcp_ports.size() + expected_proxy + 1) {
     for (const auto& socket : sockets) ::close(socket.fd);
     sockets.clear();
   }

@@ -19,18 +19,21 @@
 namespace sbx {
 
 // What the child binds, in the order the fds are sent: one dual-stack TCP listener per
-// port, then UDP 53 on 0.0.0.0 and (when the kernel has IPv6) on [::].
+// port, the proxy's TCP listener on 127.0.0.1:proxy_port (proxy_env only), then UDP 53 on
+// 0.0.0.0 and (when the kernel has IPv6) on [::].
 struct CapturePlan {
   bool enabled = false;
   std::vector<uint16_t> tcp_ports;
+  uint16_t proxy_port = 0;  // 0: no proxy listener
   int send_fd = -1;  // the child's end of the capture socketpair (SOCK_SEQPACKET)
   // Room for the fds, sized by the runner (the child must not allocate).
   mutable std::vector<int> fds;
 
-  size_t SocketCount() const { return tcp_ports.size() + 2; }
+  size_t SocketCount() const { return tcp_ports.size() + (proxy_port != 0 ? 1 : 0) + 2; }
 };
 
-CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, int send_fd);
+CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, uint16_t proxy_port,
+                               int send_fd);
 
 // Child, in its new network namespace with lo up and its namespace capabilities: adds the
 // local default routes, binds and sends every capture socket, closes them. 0 or an errno,
@@ -40,6 +43,7 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step);
 // One socket the runner received, matched with what it is.
 struct CapturedSocket {
   bool tcp = true;
+  bool proxy = false;  // the proxy_env listener (TCP)
   uint16_t port = 0;
   int fd = -1;  // owned by the receiver
 };

@@ -3,6 +3,7 @@
 #include <bitset>
 #include <set>
 
+#include "sandbox/network_proxy_env.h"
 #include "sandbox/network_rules.h"
 #include "sandbox/network_rules_internal.h"
 
@@ -155,6 +156,10 @@ Result<void> CheckCapturePorts(const NetworkAllowlist& policy, const std::string
             "list the ports (at most 512 in all)");
       }
       AddPorts(rule.ports, ports);
+      if (policy.proxy_env && ports.count(kProxyEnvPort) != 0) {
+        return InvalidInput(where + "port 3128 is the sandbox's proxy under proxy_env (its "
+                                    "listener owns 127.0.0.1:3128); remove the port or proxy_env");
+      }
       if (ports.size() > kMaxCapturePorts) {
         return InvalidInput(
             where + "ports too wide to capture (" + std::to_string(ports.size()) +

@@ -25,6 +25,15 @@
 namespace sbx {
 namespace {
 
+const char* CaptureProtoName(CaptureSocketSpec::Proto proto) {
+  switch (proto) {
+    case CaptureSocketSpec::Proto::kTcp: return "tcp";
+    case CaptureSocketSpec::Proto::kUdp: return "udp";
+    case CaptureSocketSpec::Proto::kProxy: return "proxy";
+  }
+  return "?";
+}
+
 using nlohmann::json;
 
 // How long a helper that answered "stop" may take to exit before it is killed.
@@ -252,7 +261,7 @@ Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CaptureSocketSp
     for (size_t i = at; i < at + count; ++i) {
       const CaptureSocketSpec& socket = sockets[i];
       batch["capture"].push_back(
-          {{"proto", socket.proto == CaptureSocketSpec::Proto::kTcp ? "tcp" : "udp"},
+          {{"proto", CaptureProtoName(socket.proto)},
            {"port", socket.port}});
       fds.push_back(socket.fd);
     }

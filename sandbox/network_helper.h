@@ -33,7 +33,7 @@
 namespace sbx {
 
 struct CaptureSocketSpec {
-  enum class Proto { kTcp, kUdp };
+  enum class Proto { kTcp, kUdp, kProxy };  // kProxy: the proxy_env listener (TCP)
   Proto proto = Proto::kTcp;
   uint16_t port = 0;
   int fd = -1;  // borrowed: sent by SCM_RIGHTS, still the caller's to close

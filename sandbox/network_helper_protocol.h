@@ -21,12 +21,14 @@
 //     {secret} replaced), `placeholder` what the sandbox's environment holds instead, if any.
 //     netd never writes a value or a placeholder to the log, stderr or a reply.
 //  2. netd -> runner  {"ready":true}  or  {"error":"<why>"} (then netd exits 1)
-//  3. runner -> netd  {"capture":[{"proto":"tcp"|"udp","port":N}, ...],"last":true|false}
+//  3. runner -> netd  {"capture":[{"proto":"tcp"|"udp"|"proxy","port":N}, ...],"last":...}
 //                     with SCM_RIGHTS carrying exactly those fds, in that order (at most
 //                     kNetdMaxFdsPerMessage per message; "last" marks the final batch).
 //                     The fds are sockets bound inside the sandbox's network namespace:
 //                     TCP ones already listening (dual-stack [::]:port), UDP ones bound
-//                     (0.0.0.0:53 and [::]:53 with IPV6_V6ONLY). netd serves them at once.
+//                     (0.0.0.0:53 and [::]:53 with IPV6_V6ONLY). "proxy" (proxy_env only)
+//                     is a TCP listener on 127.0.0.1:port served as an HTTP proxy.
+//                     netd serves them at once.
 //  4. netd -> runner  {"serving":true}
 //  5. runner -> netd  {"stop":true} when the run has ended
 //  6. netd -> runner  {"summary":{"dns_queries":N,"allowed":N,"denied":N,

@@ -115,6 +115,8 @@ struct NetworkAllowlist {
   // inject host's real server (upstream_ca_files: a corporate or test CA).
   std::vector<std::string> extra_ca_files;
   std::vector<std::string> upstream_ca_files;
+  // The opt-in HTTP proxy for tools that ignore transparent capture (network_proxy_env.h).
+  bool proxy_env = false;
   bool operator==(const NetworkAllowlist&) const = default;
 };
 

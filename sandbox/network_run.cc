@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "sandbox/network_proxy_env.h"
+
 namespace sbx {
 namespace {
 
@@ -65,7 +67,10 @@ Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist
   }
   run->receive_.reset(fds[0]);
   run->child_end_.reset(fds[1]);
-  run->plan_ = PrepareCapturePlan(CapturePorts(allowlist), fds[1]);
+  run->plan_ = PrepareCapturePlan(CapturePorts(allowlist),
+                                  allowlist.proxy_env ? kProxyEnvPort : 0, fds[1]);
+  run->sandbox_env_ = run->trust_.sandbox_env();
+  if (allowlist.proxy_env) run->sandbox_env_.merge(ProxyEnvironment());
   return run;
 }
 
@@ -83,8 +88,10 @@ Result<void> AllowlistRun::HandOver(bool* child_failed) {
   if (sockets.empty()) return Ok{};
   std::vector<CaptureSocketSpec> specs;
   for (const auto& socket : sockets) {
-    specs.push_back({socket.tcp ? CaptureSocketSpec::Proto::kTcp : CaptureSocketSpec::Proto::kUdp,
-                     socket.port, socket.fd});
+    const auto proto = socket.proxy ? CaptureSocketSpec::Proto::kProxy
+                       : socket.tcp ? CaptureSocketSpec::Proto::kTcp
+                                    : CaptureSocketSpec::Proto::kUdp;
+    specs.push_back({proto, socket.port, socket.fd});
   }
   auto sent = helper_->SendCaptureSockets(specs);
   for (const auto& socket : sockets) ::close(socket.fd);  // netd holds them now

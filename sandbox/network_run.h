@@ -10,6 +10,7 @@
 // Any failure before the program starts refuses the run: allowlist never degrades.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -41,8 +42,11 @@ class AllowlistRun {
 
   // What the child does; valid until ChildStarted().
   const CapturePlan& plan() const { return plan_; }
-  // The sandbox's trust bundle and environment additions (inject rules, extra CAs).
+  // The sandbox's trust bundle (inject rules, extra CAs).
   const NetworkTrust& trust() const { return trust_; }
+  // What the run adds to the sandbox's environment: the trust bundle's variables, the
+  // placeholders and, with proxy_env, the proxy variables (network_proxy_env.h).
+  const std::map<std::string, std::string>& sandbox_env() const { return sandbox_env_; }
   // The child exists (with its copy of the capture socket): drop ours.
   void ChildStarted();
   // Receives the child's sockets and hands them to sbx-netd. An error means the run must be
@@ -67,6 +71,7 @@ class AllowlistRun {
   UniqueFd child_end_;
   CapturePlan plan_;
   NetworkTrust trust_;
+  std::map<std::string, std::string> sandbox_env_;
 };
 
 // Lowercase hex SHA-256 of a file's contents, "" if it cannot be read.

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "sandbox/network_helper_protocol.h"
+#include "sandbox/network_proxy_env.h"
 #include "sandbox/units.h"
 
 namespace sbx {
@@ -114,6 +115,7 @@ Result<void> ValidatePolicy(const Policy& policy) {
   for (const auto& [name, value] : policy.env) SBX_TRY(ValidateEnvEntry("env." + name, name, value));
   if (policy.network == NetworkMode::kAllowlist) {
     SBX_TRY(ValidateNetworkAllowlist(policy.network_allowlist));
+    SBX_TRY(CheckProxyEnvConflicts(policy.network_allowlist.proxy_env, policy.env));
     for (const InjectRule& rule : policy.network_allowlist.inject) {
       if (policy.env.count(rule.sandbox_placeholder_env) != 0) {
         return InvalidInput("env." + rule.sandbox_placeholder_env +

@@ -30,9 +30,6 @@ constexpr std::pair<const char*, std::vector<std::string> NetworkAllowlist::*> k
 // refused rather than ignored: a policy that asks for path rules must not run without them.
 constexpr std::pair<const char*, const char*> kNotImplemented[] = {
     {"http_rules", "HTTP method and path rules are not implemented yet in this sbx"},
-    {"proxy_env",
-     "proxy environment variables are not implemented yet in this sbx (traffic is captured "
-     "without them)"},
 };
 
 Result<void> ReadRules(const std::string& field, const json& list, DefaultPorts default_ports,
@@ -83,6 +80,16 @@ Result<void> ReadAllowlist(const json& object, NetworkAllowlist& out) {
   }
   if (object.contains("limits")) SBX_TRY(ReadLimits(object["limits"], out.limits));
   if (object.contains("inject")) SBX_TRY(policy_json::ReadInjectRules(object["inject"], out.inject));
+  if (object.contains("proxy_env")) {
+    const json& proxy_env = object["proxy_env"];
+    if (!proxy_env.is_boolean()) {
+      return FieldError("network.proxy_env",
+                        "true or false (true serves an HTTP proxy at http://127.0.0.1:3128 "
+                        "and sets HTTP_PROXY/HTTPS_PROXY)",
+                        proxy_env);
+    }
+    out.proxy_env = proxy_env.get<bool>();
+  }
   for (const auto& [key, files] : kCaFileLists) {
     if (object.contains(key)) {
       SBX_TRY(policy_json::ReadCaFiles(std::string("network.") + key, object[key], out.*files));
@@ -127,7 +134,7 @@ Result<void> ReadNetworkField(const json& value, Policy& policy) {
   }
   if (mode != "allowlist") {
     for (const char* key : {"allow", "deny", "allow_private", "limits", "inject", "extra_ca_files",
-                            "upstream_ca_files"}) {
+                            "upstream_ca_files", "proxy_env"}) {
       if (value.contains(key)) {
         return InvalidInput(std::string("network.") + key +
                             ": only with \"mode\": \"allowlist\", not \"" +
@@ -168,6 +175,7 @@ std::string NetworkAllowlistToJson(const NetworkAllowlist& allowlist) {
   }
   out["inject"] = std::move(inject);
   for (const auto& [key, files] : kCaFileLists) out[key] = allowlist.*files;
+  out["proxy_env"] = allowlist.proxy_env;
   return out.dump();
 }
 
@@ -177,7 +185,7 @@ Result<NetworkAllowlist> ParseNetworkAllowlistJson(const std::string& text) {
   if (!root->is_object()) return FieldError("network", "an object", *root);
   SBX_TRY(CheckKeys("network", *root,
                     {"allow", "deny", "allow_private", "limits", "inject", "extra_ca_files",
-                     "upstream_ca_files"}));
+                     "upstream_ca_files", "proxy_env"}));
   NetworkAllowlist allowlist;
   SBX_TRY(ReadAllowlist(*root, allowlist));
   SBX_TRY(ValidateNetworkAllowlist(allowlist));

@@ -70,6 +70,7 @@ void AuditLog::LogConn(const ConnAuditRecord& record) {
   fields["ev"] = "conn";
   fields["proto"] = "tcp";
   fields["dst"] = record.dst;
+  if (record.via_proxy) fields["via"] = "proxy";
   fields["name"] = record.name ? nlohmann::ordered_json(*record.name) : nullptr;
   if (record.name) fields["name_src"] = record.name_src;
   if (record.sni) fields["sni"] = *record.sni;

@@ -23,7 +23,8 @@ inline constexpr const char* kDenyReasons[] = {
     "internal_address", "unmapped_fake_ip", "sni_mismatch",
     "host_mismatch",    "resolve_failed",   "tls_verify_failed",
     "http_rule",        "placeholder_leak", "limit_connections",
-    "limit_bytes",      "timeout",          "upstream_error"};
+    "limit_bytes",      "timeout",          "upstream_error",
+    "proxy_request"};
 bool IsDenyReason(const std::string& reason);
 
 struct DnsAuditRecord {
@@ -50,6 +51,7 @@ struct ConnAuditRecord {
   uint64_t ms = 0;
   std::string end;  // allowed: "fin", "reset", "idle", "limit_bytes", "stop"
   bool mitm = false;  // netd terminated the sandbox's TLS (an inject host)
+  bool via_proxy = false;  // came through the proxy_env listener (dst is the CONNECT target)
 };
 
 // One HTTP request on a MITM'd connection. The path never has its query string; no header

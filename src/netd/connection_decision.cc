@@ -61,7 +61,7 @@ ConnectionVerdict DecideFakeName(const NetworkAllowlist& policy, const Destinati
     }
   }
   return FromDecision(DecideName(policy, destination.name, destination.port), destination.name,
-                      "fakeip");
+                      destination.name_src);
 }
 
 ConnectionVerdict DecideLiteral(const NetworkAllowlist& policy, const Destination& destination,

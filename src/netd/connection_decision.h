@@ -38,6 +38,9 @@ struct Destination {
   IpAddress address;  // IPv4-mapped forms already unwrapped
   uint16_t port = 0;
   std::string name;
+  // kFakeName: where the name came from, for the audit log: "fakeip", or "proxy" for the
+  // target of a CONNECT to the proxy_env listener (decided exactly like a fake address's name).
+  std::string name_src = "fakeip";
 };
 
 Destination ClassifyDestination(const IpAddress& dst, uint16_t port, const FakeIpPool& pool);

@@ -187,8 +187,10 @@ Result<std::vector<CaptureSocket>> ReceiveCaptureSockets(int control_fd) {
         socket.proto = CaptureProto::kTcp;
       } else if (entry["proto"] == "udp") {
         socket.proto = CaptureProto::kUdp;
+      } else if (entry["proto"] == "proxy") {
+        socket.proto = CaptureProto::kProxy;
       } else {
-        return ProtocolError(where + ".proto: expected \"tcp\" or \"udp\"");
+        return ProtocolError(where + ".proto: expected \"tcp\", \"udp\" or \"proxy\"");
       }
       if (!entry["port"].is_number_integer() || entry["port"].get<int64_t>() < 1 ||
           entry["port"].get<int64_t>() > 65535) {

@@ -9,13 +9,6 @@ namespace {
 
 namespace http = boost::beast::http;
 
-bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() &&
-         std::equal(prefix.begin(), prefix.end(), text.begin(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == b;
-         });
-}
-
 // "http://authority/..." or "https://authority/...": the scheme's length, else 0.
 size_t AbsoluteFormScheme(std::string_view target) {
   for (std::string_view scheme : {"http://", "https://"}) {
@@ -114,6 +107,14 @@ RequestVerdict DecideAndInject(const std::vector<InjectRule>& rules,
     verdict.injected.push_back(rules[i].name);
   }
   return verdict;
+}
+
+bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
+  return text.size() >= prefix.size() &&
+         std::equal(prefix.begin(), prefix.end(), text.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) ==
+                  std::tolower(static_cast<unsigned char>(b));
+         });
 }
 
 std::string PathWithoutQuery(std::string_view target) {

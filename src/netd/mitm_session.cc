@@ -36,8 +36,7 @@ MitmSession::MitmSession(NetdContext& context, MitmContext& mitm, asio::ip::tcp:
       upstream_(PrefixedSocket(std::move(upstream), {}), mitm.upstream()),
       chunk_(kChunkBytes),
       idle_timer_(client_.get_executor()),
-      idle_timeout_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(context.policy.limits.idle_timeout_seconds))) {}
+      idle_timeout_(SteadySeconds(context.policy.limits.idle_timeout_seconds)) {}
 
 void MitmSession::Start(std::function<void(const MitmOutcome&)> done) {
   done_ = std::move(done);

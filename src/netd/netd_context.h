@@ -3,6 +3,7 @@
 // io_context that uses it.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -15,8 +16,15 @@ namespace sbx::netd {
 
 class MitmContext;
 
-// How long the first bytes of a connection on a peeked port may take (network-design §4.4).
+// How long the first bytes of a connection on a peeked port may take (network-design §4.4),
+// and the request head on the proxy_env listener.
 inline constexpr double kPeekTimeoutSeconds = 5.0;
+
+// A policy's seconds (a double) as a timer's duration.
+inline std::chrono::steady_clock::duration SteadySeconds(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(seconds));
+}
 
 struct NetdContext {
   NetdContext(NetworkAllowlist allowlist, int audit_fd, std::string run_id)

@@ -26,8 +26,13 @@ Result<int> SocketOption(int fd, int option, const char* name) {
 }  // namespace
 
 Result<void> NetdServer::AddCapture(CaptureProto proto, uint16_t port, UniqueFd fd) {
-  const std::string what =
-      std::string(proto == CaptureProto::kTcp ? "tcp" : "udp") + " :" + std::to_string(port);
+  const char* kind = proto == CaptureProto::kUdp   ? "udp"
+                     : proto == CaptureProto::kTcp ? "tcp"
+                                                   : "proxy";
+  const std::string what = std::string(kind) + " :" + std::to_string(port);
+  if (proto == CaptureProto::kProxy && !context_.policy.proxy_env) {
+    return MakeError(ErrorCode::kInvalidInput, what + ": the policy has no proxy_env");
+  }
   auto type = SocketOption(fd.get(), SO_TYPE, "SO_TYPE");
   auto domain = SocketOption(fd.get(), SO_DOMAIN, "SO_DOMAIN");
   auto listening = SocketOption(fd.get(), SO_ACCEPTCONN, "SO_ACCEPTCONN");
@@ -47,7 +52,7 @@ Result<void> NetdServer::AddCapture(CaptureProto proto, uint16_t port, UniqueFd 
   if (*type != SOCK_STREAM || !*listening) {
     return MakeError(ErrorCode::kInvalidInput, what + ": not a listening TCP socket");
   }
-  auto listener = std::make_unique<Listener>(io_);
+  auto listener = std::make_unique<Listener>(io_, proto == CaptureProto::kProxy);
   boost::system::error_code ec;
   listener->acceptor.assign(
       *domain == AF_INET6 ? boost::asio::ip::tcp::v6() : boost::asio::ip::tcp::v4(), fd.get(), ec);
@@ -71,12 +76,12 @@ void NetdServer::Accept(Listener& listener) {
           });
           return;
         }
-        if (!ec) OnAccepted(std::move(socket));
+        if (!ec) OnAccepted(std::move(socket), listener.proxy);
         Accept(listener);  // ECONNABORTED and friends concern one client only
       });
 }
 
-void NetdServer::OnAccepted(boost::asio::ip::tcp::socket socket) {
+void NetdServer::OnAccepted(boost::asio::ip::tcp::socket socket, bool via_proxy) {
   boost::system::error_code ec;
   // The sandbox's local default route delivers every destination to the capture listener, and
   // the accepted socket's local address is the one the client connected to.
@@ -90,7 +95,7 @@ void NetdServer::OnAccepted(boost::asio::ip::tcp::socket socket) {
   if (connections_.size() >= context_.policy.limits.max_connections) refuse = "limit_connections";
   auto connection = std::make_shared<TcpConnection>(
       context_, std::move(socket), *dst,
-      [this](TcpConnection* closed) { connections_.erase(closed); }, std::move(refuse));
+      [this](TcpConnection* closed) { connections_.erase(closed); }, std::move(refuse), via_proxy);
   connections_.emplace(connection.get(), connection);
   connection->Start();
 }

@@ -24,27 +24,29 @@
 
 namespace sbx::netd {
 
-enum class CaptureProto { kTcp, kUdp };
+enum class CaptureProto { kTcp, kUdp, kProxy };  // kProxy: the proxy_env listener (TCP)
 
 class NetdServer {
  public:
   NetdServer(boost::asio::io_context& io, NetdContext& context) : io_(io), context_(context) {}
 
   // Checks that `fd` is what the runner said (a listening TCP socket, or a bound UDP one) and
-  // takes it.
+  // takes it. A proxy listener is refused unless the policy has proxy_env.
   Result<void> AddCapture(CaptureProto proto, uint16_t port, UniqueFd fd);
   void Stop();
   size_t active_connections() const { return connections_.size(); }
 
  private:
   struct Listener {
-    explicit Listener(boost::asio::io_context& io) : acceptor(io), retry(io) {}
+    Listener(boost::asio::io_context& io, bool is_proxy)
+        : acceptor(io), retry(io), proxy(is_proxy) {}
     boost::asio::ip::tcp::acceptor acceptor;
     boost::asio::steady_timer retry;
+    bool proxy;
   };
 
   void Accept(Listener& listener);
-  void OnAccepted(boost::asio::ip::tcp::socket socket);
+  void OnAccepted(boost::asio::ip::tcp::socket socket, bool via_proxy);
 
   boost::asio::io_context& io_;
   NetdContext& context_;

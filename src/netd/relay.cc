@@ -52,8 +52,7 @@ Relay::Relay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket&
       down_{upstream, client, false},
       context_(context),
       idle_timer_(client.get_executor()),
-      idle_timeout_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(context.policy.limits.idle_timeout_seconds))) {}
+      idle_timeout_(SteadySeconds(context.policy.limits.idle_timeout_seconds)) {}
 
 void Relay::Start(std::vector<uint8_t> first_bytes, std::shared_ptr<void> owner,
                   std::function<void(RelayEnd)> done) {

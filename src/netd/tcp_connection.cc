@@ -16,20 +16,24 @@ constexpr size_t kPeekReadBytes = 16 * 1024;
 // How long a refused HTTP client gets to read the refusal page before the socket is closed.
 constexpr std::chrono::seconds kRefusalLinger{2};
 
-std::chrono::steady_clock::duration Seconds(double seconds) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(seconds));
-}
-
 bool IsOutage(const std::string& reason) {
   return reason == "upstream_error" || reason == "resolve_failed";
+}
+
+const char* ProxyStatusText(unsigned status) {
+  switch (status) {
+    case 403: return " Forbidden";
+    case 405: return " Method Not Allowed";
+    case 408: return " Request Timeout";
+    default: return " Bad Request";
+  }
 }
 
 }  // namespace
 
 TcpConnection::TcpConnection(NetdContext& context, boost::asio::ip::tcp::socket client,
                              Endpoint dst, std::function<void(TcpConnection*)> on_closed,
-                             std::optional<std::string> refuse_reason)
+                             std::optional<std::string> refuse_reason, bool via_proxy)
     : context_(context),
       client_(std::move(client)),
       upstream_(client_.get_executor()),
@@ -38,18 +42,24 @@ TcpConnection::TcpConnection(NetdContext& context, boost::asio::ip::tcp::socket 
       on_closed_(std::move(on_closed)),
       refuse_reason_(std::move(refuse_reason)),
       started_(std::chrono::steady_clock::now()),
-      dst_(dst) {}
+      dst_(dst),
+      via_proxy_(via_proxy) {}
 
 void TcpConnection::Start() {
   if (refuse_reason_) return Refuse(*refuse_reason_);
   // Relayed bytes go out as they come: Nagle's delay would add up on interactive protocols.
   boost::system::error_code ec;
   client_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
+  if (via_proxy_) return ReadProxyRequest();
   destination_ = ClassifyDestination(dst_.address, dst_.port, context_.pool);
   const bool decided_by_address = destination_.kind == DestinationKind::kRefused ||
                                   destination_.kind == DestinationKind::kUnmappedFakeIp;
   if (decided_by_address || !PeeksFirstBytes(dst_.port)) return Decide(Peek{});
-  timer_.expires_after(Seconds(kPeekTimeoutSeconds));
+  PeekFirstBytes();
+}
+
+void TcpConnection::PeekFirstBytes() {
+  timer_.expires_after(SteadySeconds(kPeekTimeoutSeconds));
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || self->closed_ || !self->deciding_) return;
     boost::system::error_code ignored;
@@ -80,7 +90,7 @@ void TcpConnection::Decide(const Peek& peek) {
   if (!verdict_.allowed) return Refuse(verdict_.reason, verdict_.rule);
   // A placeholder in a plain-HTTP head is the sandbox sending a key's stand-in in the clear:
   // secrets are never injected into plaintext, so it can only be a leak.
-  if (context_.mitm && dst_.port == 80) {
+  if (context_.mitm && (dst_.port == 80 || forwarding_)) {
     const std::vector<uint8_t>& head = first_bytes_.buffer();
     if (auto leaked = FindPlaceholder(
             context_.mitm->rules(), context_.mitm->secrets(),
@@ -91,6 +101,7 @@ void TcpConnection::Decide(const Peek& peek) {
   if (context_.counters.summary().bytes_up >= context_.policy.limits.egress_bytes_max) {
     return Refuse("limit_bytes", verdict_.rule);
   }
+  if (upstream_endpoint_) return StartRelay();  // a proxy tunnel, connected before its peek
   Resolve();
 }
 
@@ -117,7 +128,7 @@ void TcpConnection::OnResolved(const std::vector<IpAddress>& resolved, bool fail
   if (failed) return Refuse("resolve_failed", verdict_.rule);
   dialable_ = DialableAddresses(context_.policy, resolved, dst_.port);
   if (dialable_.empty()) return Refuse("internal_address", verdict_.rule);
-  timer_.expires_after(Seconds(context_.policy.limits.connect_timeout_seconds));
+  timer_.expires_after(SteadySeconds(context_.policy.limits.connect_timeout_seconds));
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || self->closed_ || !self->deciding_) return;
     self->next_address_ = self->dialable_.size();  // no further attempts
@@ -140,6 +151,7 @@ void TcpConnection::ConnectNext() {
         boost::system::error_code ignored;
         self->upstream_.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
         self->upstream_endpoint_ = target;
+        if (self->via_proxy_ && !self->forwarding_) return self->OpenTunnel();
         self->StartRelay();
       });
 }
@@ -150,8 +162,15 @@ void TcpConnection::StartRelay() {
   }
   deciding_ = false;
   relay_.emplace(client_, upstream_, context_);
-  relay_->Start(first_bytes_.TakeBuffer(), shared_from_this(),
+  relay_->Start(TakeFirstBytes(), shared_from_this(),
                 [this](RelayEnd end) { OnRelayDone(end); });
+}
+
+std::vector<uint8_t> TcpConnection::TakeFirstBytes() {
+  std::vector<uint8_t> bytes = first_bytes_.TakeBuffer();
+  bytes.insert(bytes.end(), beyond_peek_.begin(), beyond_peek_.end());
+  std::vector<uint8_t>().swap(beyond_peek_);
+  return bytes;
 }
 
 void TcpConnection::OnRelayDone(RelayEnd end) {
@@ -164,7 +183,7 @@ void TcpConnection::StartMitm(const std::string& name) {
   if (!server) return Refuse("upstream_error", verdict_.rule);
   deciding_ = false;
   mitm_ = std::make_shared<MitmSession>(context_, *context_.mitm, std::move(client_),
-                                        std::move(upstream_), first_bytes_.TakeBuffer(), name,
+                                        std::move(upstream_), TakeFirstBytes(), name,
                                         **server);
   mitm_->Start([self = shared_from_this()](const MitmOutcome& outcome) {
     self->OnMitmDone(outcome);
@@ -195,6 +214,7 @@ void TcpConnection::Refuse(const std::string& reason, const std::string& rule) {
   upstream_.close(ec);
   verdict_.rule = rule;
   Record(false, reason, "");
+  if (via_proxy_ && !tunnel_open_) return SendHttpRefusal(reason);
   const std::vector<uint8_t>& bytes = first_bytes_.buffer();
   const bool plain_http =
       dst_.port == 80 && !bytes.empty() && bytes[0] != 0x16 &&
@@ -206,10 +226,15 @@ void TcpConnection::Refuse(const std::string& reason, const std::string& rule) {
 
 void TcpConnection::SendHttpRefusal(const std::string& reason) {
   const bool outage = IsOutage(reason);
-  const std::string body = outage ? "sbx network: upstream unreachable: " + reason + "\n"
-                                  : "blocked by sbx network policy: " + reason + "\n";
+  std::string status = outage ? "502 Bad Gateway" : "403 Forbidden";
+  std::string body = outage ? "sbx network: upstream unreachable: " + reason + "\n"
+                            : "blocked by sbx network policy: " + reason + "\n";
+  if (refusal_status_ != 0) {  // a proxy request netd does not serve
+    status = std::to_string(refusal_status_) + ProxyStatusText(refusal_status_);
+    body = refusal_text_ + "\n";
+  }
   auto response = std::make_shared<std::string>(
-      std::string("HTTP/1.1 ") + (outage ? "502 Bad Gateway" : "403 Forbidden") +
+      "HTTP/1.1 " + status +
       "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
       "\r\nConnection: close\r\n\r\n" + body);
   boost::asio::async_write(
@@ -246,13 +271,14 @@ void TcpConnection::Record(bool allowed, const std::string& reason, const std::s
   if (recorded_) return;
   recorded_ = true;
   ConnAuditRecord record;
-  record.dst = EndpointToString(dst_);
+  record.dst = via_proxy_ && !proxy_target_.empty() ? proxy_target_ : EndpointToString(dst_);
+  record.via_proxy = via_proxy_;
   if (verdict_.name) {
     record.name = verdict_.name;
     record.name_src = verdict_.name_src;
   } else if (destination_.kind == DestinationKind::kFakeName) {
     record.name = destination_.name;
-    record.name_src = "fakeip";
+    record.name_src = destination_.name_src;
   }
   if (peek_.kind == PeekKind::kTlsSni) record.sni = peek_.name;
   if (peek_.kind == PeekKind::kHttpHost) record.host = peek_.name;

@@ -5,6 +5,14 @@
 // can tell a block from an outage) and the connection's single audit record is written.
 // Connections to an inject host on port 443 take the MITM path (mitm_session.h) instead of the
 // relay; a plain-HTTP head on port 80 that carries an inject placeholder is refused.
+//
+// A connection to the proxy_env listener (tcp_connection_proxy.cc) first reads the request
+// (proxy_request.h); its target is the destination, decided by the same steps. Every refusal
+// up to the tunnel or relay is an HTTP answer (403, 502, 400, 405, 408). CONNECT: once the
+// upstream is connected the client gets "200 Connection established" and the tunnel's first
+// bytes are peeked as on a captured port (the SNI must be the CONNECT name), then relay or
+// MITM. An absolute-form plain-HTTP request: its origin-form rewrite is the first bytes, as
+// if captured on port 80, then relay.
 #pragma once
 
 #include <functional>
@@ -26,20 +34,24 @@ namespace sbx::netd {
 
 class MitmSession;
 struct MitmOutcome;
+struct ProxyHead;
 
 class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
  public:
   // `on_closed` runs once, when both sockets are closed. `refuse_reason` set: the connection
-  // is refused with it at once (the server's limit_connections).
+  // is refused with it at once (the server's limit_connections). `via_proxy`: accepted on the
+  // proxy_env listener (`dst` is that listener's address).
   TcpConnection(NetdContext& context, boost::asio::ip::tcp::socket client, Endpoint dst,
                 std::function<void(TcpConnection*)> on_closed,
-                std::optional<std::string> refuse_reason = std::nullopt);
+                std::optional<std::string> refuse_reason = std::nullopt, bool via_proxy = false);
 
   void Start();
   // netd is stopping: relayed connections end "stop"; undecided ones are refused.
   void Stop();
 
  private:
+  // Reads the first bytes (first_bytes.h) within kPeekTimeoutSeconds, then decides.
+  void PeekFirstBytes();
   void ReadFirstBytes();
   void Decide(const Peek& peek);
   void Resolve();
@@ -51,7 +63,19 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void StartMitm(const std::string& name);
   void OnMitmDone(const MitmOutcome& outcome);
 
-  // Records the denial and closes: a 403/502 page for plain HTTP on port 80, else a reset.
+  // tcp_connection_proxy.cc: the proxy request, the tunnel's opening.
+  void ReadProxyRequest();
+  void OnProxyHead(boost::system::error_code ec);
+  void OpenTunnel();
+  void PeekTunnel();
+  // proxy_leftover_ into first_bytes_ up to its room (the rest to beyond_peek_); the peek's
+  // verdict if those bytes decide it.
+  std::optional<Peek> AddEarlyBytes();
+  // What was read before deciding, for the relay or the MITM session to send on first.
+  std::vector<uint8_t> TakeFirstBytes();
+
+  // Records the denial and closes: a 403/502 page for plain HTTP on port 80 and for a proxy
+  // request not yet answered, else a reset.
   void Refuse(const std::string& reason, const std::string& rule = "");
   void SendHttpRefusal(const std::string& reason);
   void DrainAfterRefusal();
@@ -78,6 +102,15 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   std::optional<Endpoint> upstream_endpoint_;
   std::optional<Relay> relay_;
   std::shared_ptr<MitmSession> mitm_;
+  const bool via_proxy_;
+  std::shared_ptr<ProxyHead> proxy_head_;  // while the request is read
+  std::string proxy_target_;               // the CONNECT target, the record's dst
+  std::vector<uint8_t> proxy_leftover_;    // bytes the client sent after the request head
+  std::vector<uint8_t> beyond_peek_;       // early bytes past first_bytes_'s room
+  unsigned refusal_status_ = 0;            // a malformed proxy request: 400/403/405
+  std::string refusal_text_;
+  bool forwarding_ = false;                // an absolute-form plain-HTTP request, relayed
+  bool tunnel_open_ = false;               // "200 Connection established" was sent
   bool deciding_ = true;  // until the relay starts or the connection is refused
   bool recorded_ = false;
   bool closed_ = false;

@@ -6,8 +6,9 @@
 //   log_path names a JSON-lines file still present after the run; log_sha256 is its sha256.
 // - Each line: v, run, seq, ts, ev ("dns" | "conn"), decision ("allow" | "deny"), rule
 //   ("allow[0]"), reason (when denied); dns: qname, qtype ("A", "AAAA", "TXT", ...);
-//   conn: name, name_src ("fakeip" | "sni" | "host"), dst and upstream as "ip:port"
-//   ("[v6]:port"), bytes_up, bytes_down.
+//   conn: name, name_src ("fakeip" | "sni" | "host" | "proxy"), dst and upstream as "ip:port"
+//   ("[v6]:port"), bytes_up, bytes_down; through the proxy_env proxy also "via": "proxy", and
+//   dst is the target as "name:port" or "ip:port".
 // - A connection may have more than one record (at decision time and at close), so counts of
 //   log records are lower bounds; exact counts come from the servers (SmallInternet events).
 // And about how the workload sees a denial (ExpectBlockedByPolicy, ExpectReset):

@@ -2,16 +2,11 @@
 // verified TLS leg to an inject host, while the sandbox holds at most a placeholder; a
 // placeholder sent in the clear, an upstream that does not verify and a Host inside TLS that
 // is not the host are refused. Each probe runs first unsandboxed in T, where it works.
-#include <sys/random.h>
-#include <sys/stat.h>
-
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "tests/integration/network_audit.h"
 #include "tests/integration/network_fixture.h"
+#include "tests/integration/network_inject_support.h"
 #include "tests/integration/sandbox_fixture.h"
 
 namespace sbx::testing {
@@ -21,76 +16,6 @@ using nettest::CountEvents;
 
 const std::string kApi(nettest::AddressOf("api.test"));
 const std::string kCdn(nettest::AddressOf("cdn.test"));
-constexpr char kSandboxBundle[] = "/etc/ssl/certs/ca-certificates.crt";
-
-// A secret no test could guess, in a 0600 file the policy points at (file:, so it never
-// travels through a process's arguments or environment on its way to sbx).
-class SecretFile {
- public:
-  SecretFile() {
-    unsigned char bytes[16];
-    EXPECT_EQ(getrandom(bytes, sizeof(bytes), 0), static_cast<ssize_t>(sizeof(bytes)));
-    char hex[3];
-    value_ = "sk-test-";
-    for (unsigned char byte : bytes) {
-      std::snprintf(hex, sizeof(hex), "%02x", byte);
-      value_ += hex;
-    }
-    path_ = dir_.path() + "/api-key";
-    std::ofstream(path_) << value_ << "\n";
-    ::chmod(path_.c_str(), 0600);
-  }
-  const std::string& value() const { return value_; }
-  std::string source() const { return "file:" + path_; }
-
- private:
-  ScratchDir dir_;
-  std::string path_;
-  std::string value_;
-};
-
-nlohmann::json InjectPolicy(const std::vector<std::string>& allow, const std::string& host,
-                            const SecretFile& secret, const std::string& upstream_ca) {
-  nlohmann::json policy = Allowlist(allow);
-  policy["inject"] = {{{"name", "api"},
-                       {"hosts", {host}},
-                       {"header", "Authorization"},
-                       {"format", "Bearer {secret}"},
-                       {"secret_from", secret.source()},
-                       {"sandbox_placeholder_env", "API_KEY"}}};
-  policy["upstream_ca_files"] = {upstream_ca};
-  return policy;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Nothing the sandbox or the caller can see holds the secret: the run's whole output and
-// result, its audit log and every file left in its workspace.
-void ExpectSecretNowhere(const SandboxedRun& run, const std::string& secret) {
-  EXPECT_EQ(run.diagnostics.find(secret), std::string::npos) << "in sbx's output or result";
-  const std::string log_path = Str(run.result["network"], "log_path");
-  ASSERT_FALSE(log_path.empty());
-  EXPECT_EQ(ReadAll(log_path).find(secret), std::string::npos) << "in the audit log";
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(run.workspace->path())) {
-    if (entry.is_regular_file()) {
-      EXPECT_EQ(ReadAll(entry.path()).find(secret), std::string::npos) << entry.path();
-    }
-  }
-}
-
-std::vector<nlohmann::json> Requests(const std::vector<nlohmann::json>& events,
-                                     const std::string& server) {
-  std::vector<nlohmann::json> out;
-  for (const auto& event : events) {
-    if (Str(event, "kind") == "request" && Str(event, "server") == server) out.push_back(event);
-  }
-  return out;
-}
 
 TEST_F(NetworkAllowlist, Net25InjectedHeaderReachesTheHostWhileTheSandboxHoldsAPlaceholder) {
   SecretFile secret;

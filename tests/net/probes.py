@@ -204,6 +204,66 @@ def probe_tls_many(args):
     return {"results": results}
 
 
+def read_head(sock, limit=16384):
+    """Bytes up to the end of an HTTP head (bounded), and what followed in the same reads."""
+    data = b""
+    while b"\r\n\r\n" not in data and len(data) < limit:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head.decode("latin-1"), rest
+
+
+def probe_connect(args):
+    """CONNECT <target> to the proxy $https_proxy names, as a tool that honours it would; with
+    --tls, then TLS (SNI --sni or the target's host, the chain verified, not the name) and a GET
+    through the tunnel. Reports the proxy's status and body, then what the tunnel gave."""
+    proxy = os.environ.get("https_proxy") or os.environ.get("HTTPS_PROXY")
+    if not proxy:
+        return {"error": "no_proxy_variable"}
+    host_port = proxy.split("://", 1)[-1].rstrip("/")
+    phost, _, pport = host_port.rpartition(":")
+    stage = "connect"
+    try:
+        sock = socket.create_connection((phost, int(pport)), timeout=TIMEOUT_S)
+    except OSError as e:
+        return describe(e, stage=stage)
+    out = {}
+    with sock:
+        try:
+            stage = "request"
+            sock.sendall(f"CONNECT {args.target} HTTP/1.1\r\nHost: {args.target}\r\n\r\n"
+                         .encode())
+            head, rest = read_head(sock)
+            status_line = head.split("\r\n", 1)[0]
+            parts = status_line.split(" ", 2)
+            out.update(status=int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None,
+                       status_line=status_line[:200])
+            if out["status"] != 200:
+                while len(rest) < 4096:
+                    chunk = sock.recv(4096)
+                    if not chunk:
+                        break
+                    rest += chunk
+                out["body"] = rest.decode("utf-8", "replace")[:300]
+                return out
+            if not args.tls:
+                return out
+            stage = "handshake"
+            sni = args.sni or args.target.rsplit(":", 1)[0].strip("[]")
+            tls = tls_context(args.cafile, False).wrap_socket(sock, server_hostname=sni)
+            out["peer_cn"] = peer_cn(tls)
+            stage = "tunnel_request"
+            send_get(tls, args.host or sni, args.path)
+            tunnel = read_http_response(tls)
+            out.update({"tunnel_" + k: v for k, v in tunnel.items()})
+            return out
+        except (OSError, http.client.HTTPException) as e:
+            return dict(out, **describe(e, stage=stage))
+
+
 def probe_banner(args):
     stage = "connect"
     try:
@@ -419,6 +479,12 @@ def main():
         p = sub.add_parser(probe)
         p.add_argument("addr")
         p.add_argument("port", type=int)
+    p = sub.add_parser("connect")
+    p.add_argument("target", help="host:port as the CONNECT line names it")
+    p.add_argument("--tls", action="store_true")
+    p.add_argument("--sni", default="")
+    p.add_argument("--host")
+    p.add_argument("--path", default="/")
     p = sub.add_parser("dns")
     p.add_argument("queries", nargs="+")
     p = sub.add_parser("doh")

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sandbox/launcher.h"
+#include "sandbox/network_proxy_env.h"
 #include "sandbox/policy.h"
 
 namespace sbx {
@@ -135,8 +136,61 @@ TEST(PolicyNetwork, UnimplementedFeaturesAreRefusedNotIgnored) {
   ExpectRejected(R"({"mode": "allowlist", "http_rules": [{"allow": "GET api.github.com/*"}]})",
                  "network.http_rules: HTTP method and path rules are not implemented yet in this "
                  "sbx; remove it");
-  ExpectRejected(R"({"mode": "allowlist", "proxy_env": false})",
-                 "network.proxy_env: proxy environment variables");
+}
+
+TEST(PolicyNetwork, ProxyEnvIsABooleanOfAllowlistMode) {
+  EXPECT_FALSE(Parse(R"({"mode": "allowlist"})")->network_allowlist.proxy_env);
+  EXPECT_FALSE(Parse(R"({"mode": "allowlist", "proxy_env": false})")->network_allowlist.proxy_env);
+  EXPECT_TRUE(Parse(R"({"mode": "allowlist", "proxy_env": true})")->network_allowlist.proxy_env);
+  for (const char* bad : {"\"true\"", "1", "null", "[]", "{}"}) {
+    ExpectRejected(std::string(R"({"mode": "allowlist", "proxy_env": )") + bad + "}",
+                   "network.proxy_env: expected true or false");
+  }
+  ExpectRejected(R"({"mode": "none", "proxy_env": true})",
+                 "network.proxy_env: only with \"mode\": \"allowlist\", not \"none\"");
+  ExpectRejected(R"({"mode": "host", "proxy_env": false})", "network.proxy_env: only with");
+}
+
+TEST(PolicyNetwork, ProxyEnvOwnsPort3128) {
+  EXPECT_TRUE(Parse(R"({"mode": "allowlist", "allow": ["squid.corp:3128"]})"));
+  ExpectRejected(
+      R"({"mode": "allowlist", "proxy_env": true, "allow": ["a.test", "squid.corp:3000-4000"]})",
+                 "network.allow[1]: \"squid.corp:3000-4000\": port 3128 is the sandbox's proxy");
+  ExpectRejected(R"({"mode": "allowlist", "proxy_env": true, "allow_private": ["10.0.0.1:3128"]})",
+                 "network.allow_private[0]");
+}
+
+TEST(PolicyNetwork, ProxyEnvVariablesCannotBeSetBesideIt) {
+  for (const char* name : {"HTTP_PROXY", "https_proxy", "No_Proxy", "ALL_PROXY", "all_proxy",
+                           "FTP_PROXY"}) {
+    auto policy = ParsePolicyJson(
+        std::string(R"({"network": {"mode": "allowlist", "proxy_env": true}, "env": {")") + name +
+        R"(": "socks5://x:1"}})");
+    ASSERT_FALSE(policy) << name;
+    EXPECT_NE(policy.error().message.find(std::string("env.") + name + ": network.proxy_env sets"),
+              std::string::npos)
+        << policy.error().message;
+  }
+  // Without proxy_env the policy's env is the operator's to set (traffic is captured anyway).
+  EXPECT_TRUE(ParsePolicyJson(
+      R"({"network": {"mode": "allowlist"}, "env": {"HTTPS_PROXY": "http://proxy.corp:3128"}})"));
+  // --env goes through the same check.
+  auto policy = ParsePolicyJson(R"({"network": {"mode": "allowlist", "proxy_env": true}})");
+  ASSERT_TRUE(policy);
+  policy->env["http_proxy"] = "http://elsewhere:1";
+  EXPECT_FALSE(ValidatePolicy(*policy));
+}
+
+TEST(PolicyNetwork, ProxyEnvironmentIsHttpOnlyAndNeverSocks) {
+  const auto env = ProxyEnvironment();
+  for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) {
+    ASSERT_EQ(env.count(name), 1u) << name;
+    EXPECT_EQ(env.at(name), "http://127.0.0.1:3128");
+  }
+  EXPECT_EQ(env.at("NO_PROXY"), "localhost,127.0.0.1,::1");
+  EXPECT_EQ(env.at("no_proxy"), "localhost,127.0.0.1,::1");
+  EXPECT_EQ(env.size(), 6u) << "no ALL_PROXY, no FTP_PROXY";
+  for (const auto& [name, value] : env) EXPECT_EQ(value.find("socks"), std::string::npos);
 }
 
 TEST(PolicyNetwork, ValidateChecksTheAllowlistOnlyInAllowlistMode) {
@@ -169,7 +223,7 @@ NetworkAllowlist SampleAllowlist() {
       "deny": ["uploads.example.com", "[2001:db8::66]:*"],
       "allow_private": ["10.20.0.0/16:8443", "[fd00::/8]"],
       "limits": {"max_connections": 9, "egress_bytes": 123456789, "connect_timeout": 0.1,
-                 "idle_timeout": 1234.5678}})");
+                 "idle_timeout": 1234.5678}, "proxy_env": true})");
   EXPECT_TRUE(policy) << policy.error().ToString();
   return policy->network_allowlist;
 }
@@ -192,7 +246,7 @@ TEST(NetworkAllowlistJson, ShapeIsThePolicyObjectWithoutMode) {
       NetworkAllowlistToJson(allowlist),
       R"({"allow":["PyPI.org."],"allow_private":[],"deny":[],"extra_ca_files":[],"inject":[],)"
       R"("limits":{"connect_timeout":10.0,"egress_bytes":1073741824,"idle_timeout":300.0,)"
-      R"("max_connections":256},"upstream_ca_files":[]})");
+      R"("max_connections":256},"proxy_env":false,"upstream_ca_files":[]})");
 }
 
 TEST(NetworkAllowlistJson, ParsingIsStrict) {
@@ -206,6 +260,7 @@ TEST(NetworkAllowlistJson, ParsingIsStrict) {
            Case{R"({"mode": "allowlist"})", "network.mode: unknown key"},
            Case{R"({"inject": {}})", "network.inject: expected a list"},
            Case{R"({"http_rules": []})", "network.http_rules: unknown key"},
+           Case{R"({"proxy_env": 1})", "network.proxy_env: expected true or false"},
            Case{R"({"allow": [], "allow": []})", "allow: duplicate key"},
            Case{R"({"allow": ["*.com"]})", "network.allow[0]"},
            Case{R"({"allow_private": ["x.corp"]})", "network.allow_private[0]"},

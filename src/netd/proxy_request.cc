@@ -1,0 +1,127 @@
+// Reads a proxy request: a CONNECT target, an absolute-form URL to forward, or why it is
+// refused; see proxy_request.h.
+#include "src/netd/proxy_request.h"
+
+#include <cctype>
+
+#include <boost/beast/http/verb.hpp>
+
+#include "src/netd/endpoint.h"
+#include "src/netd/http_inject.h"
+
+namespace sbx::netd {
+namespace {
+
+namespace http = boost::beast::http;
+
+ProxyRequest Refused(unsigned status, std::string why) {
+  ProxyRequest request;
+  request.status = status;
+  request.why = std::move(why);
+  return request;
+}
+
+std::optional<uint16_t> ParsePort(std::string_view text) {
+  if (text.empty() || text.size() > 5) return std::nullopt;
+  uint32_t port = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    port = port * 10 + static_cast<uint32_t>(c - '0');
+  }
+  if (port == 0 || port > 65535) return std::nullopt;
+  return static_cast<uint16_t>(port);
+}
+
+// "host:port" with host a name, an IPv4 literal or "[v6]"; the port is required for CONNECT
+// (RFC 9110 9.3.6), optional in a URL (`default_port`, 0: required). Anything else, userinfo
+// and zone ids included, is nullopt.
+std::optional<ProxyRequest> ParseAuthority(std::string_view target, uint16_t default_port = 0) {
+  std::string_view host = target;
+  std::optional<uint16_t> port = default_port;
+  const size_t colon = target.rfind(':');
+  if (colon != std::string_view::npos && target.find(']', colon) == std::string_view::npos) {
+    port = ParsePort(target.substr(colon + 1));
+    host = target.substr(0, colon);
+  }
+  if (!port || *port == 0 || host.empty()) return std::nullopt;
+  ProxyRequest request;
+  request.port = *port;
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return std::nullopt;
+    auto address = IpAddress::Parse(host.substr(1, host.size() - 2));
+    if (!address || !address->v6) return std::nullopt;
+    request.address = UnwrapV4Mapped(*address);
+  } else if (auto address = IpAddress::Parse(host)) {
+    if (address->v6) return std::nullopt;  // unbracketed IPv6 is ambiguous
+    request.address = *address;
+  } else {
+    auto name = NormalizeHostName(host);
+    // A name whose last label is numeric is a mistyped address, never a DNS name here.
+    if (!name || std::isdigit(static_cast<unsigned char>(name->back()))) return std::nullopt;
+    request.name = *name;
+  }
+  request.target = request.address ? EndpointToString({*request.address, *port})
+                                   : request.name + ":" + std::to_string(*port);
+  return request;
+}
+
+// Fields a proxy consumes or that concern only the client's connection to it.
+bool IsHopByHop(std::string_view name) {
+  return StartsWithNoCase(name, "proxy-") || EqualsNoCase(name, "connection") ||
+         EqualsNoCase(name, "keep-alive");
+}
+
+// `GET http://host[:port]/path?query` -> the request for the origin server.
+ProxyRequest InterpretForward(const http::request_header<>& head) {
+  const std::string_view target = ToStd(head.target());
+  const std::string_view rest = target.substr(7);  // after "http://"
+  const size_t end = rest.find_first_of("/?#");
+  const std::string_view authority = rest.substr(0, end);
+  auto request = ParseAuthority(authority, 80);
+  if (!request) return Refused(400, "sbx proxy: the URL needs a host name or address");
+  if (head.count(http::field::host) > 1) return Refused(400, "sbx proxy: more than one Host field");
+  std::string path(end == std::string_view::npos ? "/" : rest.substr(end));
+  if (path[0] != '/') path.insert(0, "/");
+  request->kind = ProxyRequestKind::kForward;
+  std::string& out = request->head;
+  out.append(ToStd(head.method_string())).append(" ").append(path);
+  out.append(head.version() == 10 ? " HTTP/1.0\r\n" : " HTTP/1.1\r\n");
+  if (head.count(http::field::host) == 0) out.append("Host: ").append(authority).append("\r\n");
+  for (const auto& field : head) {
+    if (IsHopByHop(ToStd(field.name_string()))) continue;
+    out.append(ToStd(field.name_string())).append(": ");
+    out.append(ToStd(field.value())).append("\r\n");
+  }
+  out.append("Connection: close\r\n\r\n");
+  return *request;
+}
+
+}  // namespace
+
+ProxyRequest InterpretProxyRequest(const http::request_header<>& head) {
+  if (head.version() != 10 && head.version() != 11)
+    return Refused(400, "sbx proxy: HTTP/1.0 or 1.1 only");
+  if (head.method() != http::verb::connect) {
+    const std::string_view target = ToStd(head.target());
+    if (StartsWithNoCase(target, "http://")) return InterpretForward(head);
+    if (StartsWithNoCase(target, "https://"))
+      return Refused(400, "sbx proxy: https:// goes through CONNECT");
+    return Refused(405, "sbx proxy: CONNECT or an absolute http:// URL only");
+  }
+  auto request = ParseAuthority(ToStd(head.target()));
+  if (!request) return Refused(400, "sbx proxy: CONNECT needs host:port");
+  request->kind = ProxyRequestKind::kConnect;
+  // A body would be tunnelled bytes in disguise; CONNECT has none (RFC 9110 9.3.6).
+  if (head.count(http::field::content_length) != 0 ||
+      head.count(http::field::transfer_encoding) != 0) {
+    return Refused(400, "sbx proxy: CONNECT carries no body");
+  }
+  const size_t hosts = head.count(http::field::host);
+  if (hosts > 1) return Refused(400, "sbx proxy: more than one Host field");
+  if (hosts == 1 && !EqualsNoCase(ToStd(head[http::field::host]), ToStd(head.target()))) {
+    return Refused(400, "sbx proxy: Host differs from the CONNECT target");
+  }
+  return *request;
+}
+
+}  // namespace sbx::netd
