@@ -19,10 +19,10 @@ void WriteAll(int fd, const char* data, size_t size) {
   }
 }
 
-void WriteDroppedNote(int fd, uint64_t dropped_bytes) {
+// `why` says which of the two losses it was: a slow reader, or no thread to forward at all.
+void WriteDroppedNote(int fd, uint64_t dropped_bytes, const char* why) {
   if (dropped_bytes == 0) return;
-  std::string note = "\n[sbx: " + std::to_string(dropped_bytes) +
-                     " bytes not shown: the reader of this stream fell behind]\n";
+  std::string note = "\n[sbx: " + std::to_string(dropped_bytes) + " bytes not shown: " + why + "]\n";
   WriteAll(fd, note.data(), note.size());
 }
 
@@ -64,7 +64,7 @@ void OutputForwarder::Close() {
   if (thread_.joinable()) {
     thread_.join();
   } else if (no_thread_) {
-    WriteDroppedNote(fd_, dropped_bytes_);
+    WriteDroppedNote(fd_, dropped_bytes_, "the system refused a thread to forward them");
   }
 }
 
@@ -87,7 +87,7 @@ void OutputForwarder::Run() {
   }
   const uint64_t dropped = dropped_bytes_;
   lock.unlock();
-  WriteDroppedNote(fd_, dropped);
+  WriteDroppedNote(fd_, dropped, "the reader of this stream fell behind");
 }
 
 }  // namespace sbx
