@@ -248,19 +248,19 @@ Result<void> NetworkHelper::AwaitReady() {
   if (ready_) return Ok{};
   auto ready = ReceiveReply(control_fd(), "ready");
   if (!ready) return ExecFailureOr(ready.error());
-  if (auto cert = ready->find("ca_cert_pem"); cert != ready->end()) {
-    if (!cert->is_string()) return HelperError("\"ready\" with a ca_cert_pem that is not a string");
-    run_ca_cert_pem_ = cert->get<std::string>();
-  }
   ready_ = true;
   exec_status_.reset();
   return Ok{};
 }
 
 Result<std::string> NetworkHelper::AwaitRunCaCertificate() {
-  SBX_TRY(AwaitReady());
-  if (run_ca_cert_pem_.empty()) return HelperError("\"ready\" without the run CA's certificate");
-  return run_ca_cert_pem_;
+  auto reply = ReceiveReply(control_fd(), "ca_cert_pem");
+  if (!reply) return ExecFailureOr(reply.error());
+  const json& cert = (*reply)["ca_cert_pem"];
+  if (!cert.is_string() || cert.get_ref<const std::string&>().empty()) {
+    return HelperError("ca_cert_pem: expected the run CA's certificate (PEM)");
+  }
+  return cert.get<std::string>();
 }
 
 Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CaptureSocketSpec>& sockets) {

@@ -8,8 +8,9 @@
 //      sandbox child: forks and executes sbx-netd and sends the run's policy without waiting
 //      for either (a binary that is missing or not executable fails here; any other execve
 //      error and a policy netd refuses fail at step 2).
-//   1b. With inject rules, `helper->AwaitRunCaCertificate()` before cloning: netd mints the
-//      run's CA and answers only its certificate, for the sandbox's trust bundle.
+//   1b. With inject rules, `helper->AwaitRunCaCertificate()` (once, before anything else
+//      waits on the helper) before cloning: netd mints the run's CA and sends only its
+//      certificate, for the sandbox's trust bundle, before it builds its TLS contexts.
 //   2. `helper->SendCaptureSockets(sockets)` with the sockets the child bound inside its
 //      network namespace; returns once netd serves them. The runner then closes its copies.
 //   3. While the run lasts, poll `control_fd()` (POLLIN/POLLHUP before Stop means netd died:
@@ -60,8 +61,8 @@ class NetworkHelper {
   NetworkHelper(const NetworkHelper&) = delete;
   NetworkHelper& operator=(const NetworkHelper&) = delete;
 
-  // Waits for "ready" (step 2): the run CA's certificate it carries (inject rules only; an
-  // error when it has none). Refusals of the policy come back here.
+  // Step 1b (inject rules only): the run CA's certificate. A policy netd refuses before it
+  // mints the CA (a CA file that does not parse) comes back here as the error.
   Result<std::string> AwaitRunCaCertificate();
   // Waits for "ready" (step 2) if it has not come yet, then step 3 of the protocol, in
   // batches of kNetdMaxFdsPerMessage; waits for "serving".
@@ -101,7 +102,6 @@ class NetworkHelper {
   bool ready_ = false;  // "ready" received (SendCaptureSockets waits for it first)
   bool stop_sent_ = false;
   int wait_status_ = -1;
-  std::string run_ca_cert_pem_;  // from "ready", with inject rules
 };
 
 // <directory of the running executable>/sbx-netd, where the build puts it next to sbx; an error

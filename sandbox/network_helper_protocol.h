@@ -24,13 +24,15 @@
 //     netd never writes a value or a placeholder to the log, stderr or a reply.
 //     The runner links no libcrypto (its static relocations cost every run's start-up): it
 //     checks the CA files only for a PEM certificate block, and netd does the X.509 work.
-//  2. netd -> runner  {"ready":true}, with inject rules {"ready":true,"ca_cert_pem":"..."}:
-//                     the run's CA, minted by netd for the inject hosts (src/netd/tls_ca.h);
-//                     its key never leaves netd, the runner adds the certificate to the
-//                     sandbox's trust bundle (and so waits for this before cloning);
-//                     or {"error":"<why>"} (then netd exits 1), e.g. a CA file that does not
-//                     parse: "network.extra_ca_files[0]: <path>: certificate 1 of 1 is not
-//                     valid X.509 (...)"
+//  1b. netd -> runner {"ca_cert_pem":"..."}   (only when network.inject is not empty)
+//                     the run's CA, minted by netd for the inject hosts (src/netd/tls_ca.h)
+//                     before it builds its TLS contexts (loading the host's store is slow);
+//                     its key never leaves netd. The runner waits for this before cloning
+//                     and adds the certificate to the sandbox's trust bundle.
+//  2. netd -> runner  {"ready":true}
+//     Instead of 1b or 2: {"error":"<why>"} (then netd exits 1), e.g. a CA file that does
+//     not parse: "network.extra_ca_files[0]: <path>: certificate 1 of 1 is not valid
+//     X.509 (...)"
 //  3. runner -> netd  {"capture":[{"proto":"tcp"|"udp"|"proxy","port":N}, ...],"last":...}
 //                     with SCM_RIGHTS carrying exactly those fds, in that order (at most
 //                     kNetdMaxFdsPerMessage per message; "last" marks the final batch).

@@ -214,11 +214,11 @@ Result<std::vector<CaptureSocket>> ReceiveCaptureSockets(int control_fd) {
   }
 }
 
-Result<void> SendReady(int control_fd, const std::string& ca_cert_pem) {
-  json ready = {{"ready", true}};
-  if (!ca_cert_pem.empty()) ready["ca_cert_pem"] = ca_cert_pem;
-  return SendMessage(control_fd, ready);
+Result<void> SendRunCa(int control_fd, const std::string& ca_cert_pem) {
+  return SendMessage(control_fd, {{"ca_cert_pem", ca_cert_pem}});
 }
+
+Result<void> SendReady(int control_fd) { return SendMessage(control_fd, {{"ready", true}}); }
 
 Result<void> SendError(int control_fd, const std::string& why) {
   return SendMessage(control_fd, {{"error", why}});

@@ -45,9 +45,9 @@ struct CaptureSocket {
 // Step 3: every batch of {"capture":[...],"last":...} with its SCM_RIGHTS fds, until "last".
 Result<std::vector<CaptureSocket>> ReceiveCaptureSockets(int control_fd);
 
-// Steps 2, 4 and 6: one datagram each. ca_cert_pem: the run CA's certificate, "" without
-// inject rules.
-Result<void> SendReady(int control_fd, const std::string& ca_cert_pem);
+// Steps 1b (inject rules only: the run CA's certificate), 2, 4 and 6: one datagram each.
+Result<void> SendRunCa(int control_fd, const std::string& ca_cert_pem);
+Result<void> SendReady(int control_fd);
 Result<void> SendError(int control_fd, const std::string& why);
 Result<void> SendServing(int control_fd);
 Result<void> SendSummary(int control_fd, const RunSummary& summary);

@@ -51,27 +51,29 @@ int Serve() {
       !checked) {
     return Fail(checked.error());
   }
-  //    With inject rules, the run's CA is minted and the MITM path's TLS contexts are built
-  //    now: a bad upstream CA refuses the start, it does not surface at the first connection.
-  //    The CA's key stays here; "ready" carries its certificate to the runner.
+  //    With inject rules, the run's CA is minted and its certificate sent at once (the
+  //    runner needs it for the sandbox's bundle before it clones; the key stays here), then
+  //    the MITM path's TLS contexts are built: a bad upstream CA refuses the start, it does not
+  //    surface at the first connection.
   std::shared_ptr<MitmContext> mitm;
-  std::string ca_cert_pem;
   if (hello->tls) {
     if (auto checked = CheckCaFiles("network.upstream_ca_files", hello->tls->upstream_ca_pems,
                                     hello->allowlist.upstream_ca_files);
         !checked) {
       return Fail(checked.error());
     }
-    auto created =
-        MitmContext::Create(std::move(*hello->tls), hello->allowlist.inject, hello->run_id);
+    auto ca = MitmContext::MintCa(hello->allowlist.inject, hello->run_id);
+    if (!ca) return Fail(ca.error());
+    if (auto sent = SendRunCa(kNetdControlFd, ca->cert_pem); !sent) return 1;
+    auto created = MitmContext::Create(std::move(*hello->tls), hello->allowlist.inject,
+                                       std::move(*ca));
     if (!created) return Fail(created.error());
     mitm = std::move(*created);
-    ca_cert_pem = mitm->ca_cert_pem();
   }
   NetdContext context(std::move(hello->allowlist), hello->audit_log ? kNetdAuditLogFd : -1,
                       hello->run_id);
   context.mitm = std::move(mitm);
-  if (auto sent = SendReady(kNetdControlFd, ca_cert_pem); !sent) return 1;
+  if (auto sent = SendReady(kNetdControlFd); !sent) return 1;
 
   // 3. The capture sockets, served as soon as all have arrived.
   auto captures = ReceiveCaptureSockets(kNetdControlFd);

@@ -75,17 +75,22 @@ Result<void> AddHostTrustStore(X509_STORE* store) {
 MitmContext::MitmContext(TlsConfig config, std::vector<InjectRule> rules)
     : config_(std::move(config)), rules_(std::move(rules)), upstream_(ssl::context::tls_client) {}
 
-Result<std::unique_ptr<MitmContext>> MitmContext::Create(TlsConfig config,
-                                                         std::vector<InjectRule> rules,
-                                                         const std::string& run_id) {
+Result<PemCertificateAndKey> MitmContext::MintCa(const std::vector<InjectRule>& rules,
+                                                 const std::string& run_id) {
   std::vector<std::string> hosts;
   for (const InjectRule& rule : rules) hosts.insert(hosts.end(), rule.hosts.begin(), rule.hosts.end());
   auto ca = MintRunCa(hosts, run_id);
   if (!ca) return ca.error().Context("network.inject: the run's CA");
+  return ca;
+}
+
+Result<std::unique_ptr<MitmContext>> MitmContext::Create(TlsConfig config,
+                                                         std::vector<InjectRule> rules,
+                                                         PemCertificateAndKey ca) {
   std::unique_ptr<MitmContext> context(new MitmContext(std::move(config), std::move(rules)));
-  context->ca_cert_pem_ = std::move(ca->cert_pem);
-  context->ca_key_pem_ = Secret(ca->key_pem);
-  WipeString(ca->key_pem);
+  context->ca_cert_pem_ = std::move(ca.cert_pem);
+  context->ca_key_pem_ = Secret(ca.key_pem);
+  WipeString(ca.key_pem);
   SSL_CTX* upstream = context->upstream_.native_handle();
   if (SSL_CTX_set_min_proto_version(upstream, TLS1_2_VERSION) != 1) {
     return TlsSetupError("upstream: minimum TLS 1.2");

@@ -16,21 +16,23 @@
 
 #include "sandbox/error.h"
 #include "sandbox/network_rules.h"
+#include "src/netd/tls_ca.h"
 #include "src/netd/tls_config.h"
 
 namespace sbx::netd {
 
 class MitmContext {
  public:
-  // Mints the run's CA for the rules' hosts (tls_ca.h MintRunCa, named after `run_id`); loads
-  // the host's default trust store (the file and directory OpenSSL was built with) and the
-  // upstream CAs (checked by CheckCaFiles) into the upstream context.
+  // The run's CA for the rules' hosts (tls_ca.h MintRunCa, named after `run_id`). Minted
+  // before Create, so its certificate can go to the runner while the contexts are built.
+  static Result<PemCertificateAndKey> MintCa(const std::vector<InjectRule>& rules,
+                                             const std::string& run_id);
+  // Takes `ca` (MintCa; its key is wiped from it); loads the host's default trust store (the
+  // file and directory OpenSSL was built with, the slow part) and the upstream CAs (checked
+  // by CheckCaFiles) into the upstream context.
   static Result<std::unique_ptr<MitmContext>> Create(TlsConfig config,
                                                      std::vector<InjectRule> rules,
-                                                     const std::string& run_id);
-
-  // The run CA's certificate, for the runner ("ready"): the sandbox's TLS clients trust it.
-  const std::string& ca_cert_pem() const { return ca_cert_pem_; }
+                                                     PemCertificateAndKey ca);
 
   // True for connections that go through the MITM path: port 443 to a name some inject rule
   // lists (names compared normalized).
