@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <linux/close_range.h>
-#include <openssl/crypto.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -20,6 +19,7 @@
 #include "sandbox/network_helper_protocol.h"
 #include "sandbox/sibling_executable.h"
 #include "sandbox/policy.h"
+#include "sandbox/wipe.h"
 
 namespace sbx {
 namespace {
@@ -115,6 +115,7 @@ Result<NetworkSummary> ParseSummary(const json& reply) {
     result.denied_names = summary.at("denied_names").get<std::vector<std::string>>();
     result.bytes_up = summary.at("bytes_up").get<uint64_t>();
     result.bytes_down = summary.at("bytes_down").get<uint64_t>();
+    result.log_sha256 = summary.at("log_sha256").get<std::string>();
   } catch (const json::exception& error) {
     return HelperError(std::string("malformed summary: ") + error.what());
   }
@@ -155,21 +156,21 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
                                                           const std::string& run_id,
                                                           const NetworkAllowlist& allowlist,
                                                           int audit_fd,
-                                                          const std::string& tls_json) {
+                                                          const std::string& tls_json,
+                                                          const std::vector<std::string>& extra_ca_pems) {
   std::string hello;
   // The hello may carry secrets (tls_json): wiped however this function returns.
   struct Wiper {
     std::string& text;
-    ~Wiper() {
-      if (!text.empty()) OPENSSL_cleanse(text.data(), text.size());
-    }
+    ~Wiper() { WipeString(text); }
   } wipe_hello{hello};
   try {
-    hello = json{{"v", 1},
-                 {"run", run_id},
-                 {"audit_log", audit_fd >= 0},
-                 {"network", json::parse(NetworkAllowlistToJson(allowlist))}}
-                .dump(-1, ' ', true, json::error_handler_t::replace);
+    json public_part = {{"v", 1},
+                        {"run", run_id},
+                        {"audit_log", audit_fd >= 0},
+                        {"network", json::parse(NetworkAllowlistToJson(allowlist))}};
+    if (!extra_ca_pems.empty()) public_part["extra_ca_pem"] = extra_ca_pems;
+    hello = public_part.dump(-1, ' ', true, json::error_handler_t::replace);
   } catch (const json::exception& error) {
     return MakeError(ErrorCode::kInternal, std::string("sbx-netd: policy JSON: ") + error.what());
   }
@@ -183,7 +184,8 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
   if (hello.size() > kNetdMaxMessage) {
     return InvalidInput("network: the allowlist, CA files and secrets are larger than sbx-netd's " +
                         std::to_string(kNetdMaxMessage / 1024) +
-                        " KiB message limit (fewer rules or smaller upstream_ca_files)");
+                        " KiB message limit (fewer rules or smaller extra_ca_files and "
+                        "upstream_ca_files)");
   }
   // The usual failure, said at once; execve's own errors come with the wait for "ready".
   if (access(binary.c_str(), X_OK) != 0) {
@@ -248,6 +250,16 @@ Result<void> NetworkHelper::AwaitReady() {
   ready_ = true;
   exec_status_.reset();
   return Ok{};
+}
+
+Result<std::string> NetworkHelper::AwaitRunCaCertificate() {
+  auto reply = ReceiveReply(control_fd(), "ca_cert_pem");
+  if (!reply) return ExecFailureOr(reply.error());
+  const json& cert = (*reply)["ca_cert_pem"];
+  if (!cert.is_string() || cert.get_ref<const std::string&>().empty()) {
+    return HelperError("ca_cert_pem: expected the run CA's certificate (PEM)");
+  }
+  return cert.get<std::string>();
 }
 
 Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CaptureSocketSpec>& sockets) {

@@ -8,6 +8,9 @@
 //      sandbox child: forks and executes sbx-netd and sends the run's policy without waiting
 //      for either (a binary that is missing or not executable fails here; any other execve
 //      error and a policy netd refuses fail at step 2).
+//   1b. With inject rules, `helper->AwaitRunCaCertificate()` (once, before anything else
+//      waits on the helper) before cloning: netd mints the run's CA and sends only its
+//      certificate, for the sandbox's trust bundle, before it builds its TLS contexts.
 //   2. `helper->SendCaptureSockets(sockets)` with the sockets the child bound inside its
 //      network namespace; returns once netd serves them. The runner then closes its copies.
 //   3. While the run lasts, poll `control_fd()` (POLLIN/POLLHUP before Stop means netd died:
@@ -49,6 +52,7 @@ struct NetworkSummary {
   std::vector<std::string> denied_names;
   uint64_t bytes_up = 0;
   uint64_t bytes_down = 0;
+  std::string log_sha256;  // of the audit log after its last record; "" without one
 };
 
 class NetworkHelper {
@@ -57,6 +61,9 @@ class NetworkHelper {
   NetworkHelper(const NetworkHelper&) = delete;
   NetworkHelper& operator=(const NetworkHelper&) = delete;
 
+  // Step 1b (inject rules only): the run CA's certificate. A policy netd refuses before it
+  // mints the CA (a CA file that does not parse) comes back here as the error.
+  Result<std::string> AwaitRunCaCertificate();
   // Waits for "ready" (step 2) if it has not come yet, then step 3 of the protocol, in
   // batches of kNetdMaxFdsPerMessage; waits for "serving".
   Result<void> SendCaptureSockets(const std::vector<CaptureSocketSpec>& sockets);
@@ -77,7 +84,8 @@ class NetworkHelper {
   friend Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string&,
                                                                    const std::string&,
                                                                    const NetworkAllowlist&, int,
-                                                                   const std::string&);
+                                                                   const std::string&,
+                                                                   const std::vector<std::string>&);
   NetworkHelper() = default;
   // Waits for "ready" once; an execve failure of the helper is reported here.
   Result<void> AwaitReady();
@@ -103,14 +111,15 @@ Result<std::string> NetworkHelperNextToExecutable();
 // How long the runner waits for each of the helper's answers before it gives up on it.
 inline constexpr int kNetworkHelperReplyTimeoutMs = 10'000;
 
-// audit_fd: the run's network log, opened O_WRONLY|O_APPEND by the caller (becomes the
-// helper's fd 4), or -1 for none. tls_json: the first message's "tls" object
-// (NetworkTrust::netd_tls_json), "" without inject rules. The error says why the helper
-// refused or could not start.
-Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& binary,
-                                                          const std::string& run_id,
-                                                          const NetworkAllowlist& allowlist,
-                                                          int audit_fd,
-                                                          const std::string& tls_json = "");
+// audit_fd: the run's network log, opened O_APPEND by the caller (becomes the
+// helper's fd 4), or -1 for none; O_RDWR when the summary should carry its hash (netd reads
+// it back at stop). tls_json: the first message's "tls" object (NetworkTrust::netd_tls_json),
+// "" without inject rules; extra_ca_pems: the texts of network.extra_ca_files
+// (NetworkTrust::extra_ca_pems), which netd parses. The error says why the helper refused or
+// could not start.
+Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(
+    const std::string& binary, const std::string& run_id, const NetworkAllowlist& allowlist,
+    int audit_fd, const std::string& tls_json = "",
+    const std::vector<std::string>& extra_ca_pems = {});
 
 }  // namespace sbx

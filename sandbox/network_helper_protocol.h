@@ -4,23 +4,35 @@
 // How sbx-netd is started: fork + execve of the sbx-netd binary with argv {"sbx-netd"}, an
 // empty environment, stdin and stdout /dev/null, stderr inherited (fatal diagnostics only),
 // fd 3 the helper's end of a SOCK_SEQPACKET socketpair (the control socket) and, when the
-// run keeps an audit log, fd 4 the log opened O_WRONLY|O_APPEND|O_CLOEXEC by the runner.
+// run keeps an audit log, fd 4 the log opened O_RDWR|O_APPEND|O_CLOEXEC by the runner (netd
+// appends its records and reads the log back at stop for its hash).
 // Every other fd is closed. The helper dies with the runner (PR_SET_PDEATHSIG and EOF on fd 3).
 //
 // Messages are single SOCK_SEQPACKET datagrams holding one JSON object (at most
 // kNetdMaxMessage bytes), in this order:
 //  1. runner -> netd  {"v":1,"run":"<run id>","audit_log":true|false,
 //                      "network":<NetworkAllowlistToJson(...)>,
+//                      "extra_ca_pem":["...", ...],   (only when network.extra_ca_files is not
+//                                                     empty: file i's text, for netd to parse)
 //                      "tls":{...}}            (only when network.inject is not empty)
 //     "tls" is what secret injection needs, resolved by the runner so netd reads no file:
-//       {"ca_cert_pem":"...","ca_key_pem":"...",   the run's CA (sandbox/tls_ca.h MintRunCa)
-//        "upstream_ca_pem":"...",                  the upstream_ca_files, concatenated ("" if
-//                                                  none); netd also trusts the host's store
+//       {"upstream_ca_pem":["...", ...],  network.upstream_ca_files[i]'s text, one per file;
+//                                         netd also trusts the host's store
 //        "secrets":[{"value":"Bearer sk-...","placeholder":"sbx-ph-<32 hex>"|""}, ...]}
 //     secrets[i] belongs to network.inject[i]: `value` is the whole header value (format with
 //     {secret} replaced), `placeholder` what the sandbox's environment holds instead, if any.
 //     netd never writes a value or a placeholder to the log, stderr or a reply.
-//  2. netd -> runner  {"ready":true}  or  {"error":"<why>"} (then netd exits 1)
+//     The runner links no libcrypto (its static relocations cost every run's start-up): it
+//     checks the CA files only for a PEM certificate block, and netd does the X.509 work.
+//  1b. netd -> runner {"ca_cert_pem":"..."}   (only when network.inject is not empty)
+//                     the run's CA, minted by netd for the inject hosts (src/netd/tls_ca.h)
+//                     before it builds its TLS contexts (loading the host's store is slow);
+//                     its key never leaves netd. The runner waits for this before cloning
+//                     and adds the certificate to the sandbox's trust bundle.
+//  2. netd -> runner  {"ready":true}
+//     Instead of 1b or 2: {"error":"<why>"} (then netd exits 1), e.g. a CA file that does
+//     not parse: "network.extra_ca_files[0]: <path>: certificate 1 of 1 is not valid
+//     X.509 (...)"
 //  3. runner -> netd  {"capture":[{"proto":"tcp"|"udp"|"proxy","port":N}, ...],"last":...}
 //                     with SCM_RIGHTS carrying exactly those fds, in that order (at most
 //                     kNetdMaxFdsPerMessage per message; "last" marks the final batch).
@@ -32,8 +44,11 @@
 //  4. netd -> runner  {"serving":true}
 //  5. runner -> netd  {"stop":true} when the run has ended
 //  6. netd -> runner  {"summary":{"dns_queries":N,"allowed":N,"denied":N,
-//                      "denied_names":[<= 10 names],"bytes_up":N,"bytes_down":N}}
-//                     then netd closes every socket, flushes the log and exits 0.
+//                      "denied_names":[<= 10 names],"bytes_up":N,"bytes_down":N,
+//                      "log_sha256":"<64 hex>"|""}}
+//                     log_sha256: of the audit log after netd's last record (its server
+//                     stopped), "" without a log or when fd 4 cannot be read; the runner
+//                     writes nothing to the log. Then netd closes every socket and exits 0.
 // EOF or an error on the control socket at any point makes netd exit at once. If netd exits
 // or its control socket hangs up before step 6, the runner kills the run.
 #pragma once

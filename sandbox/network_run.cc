@@ -2,12 +2,9 @@
 #include "sandbox/network_run.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
@@ -21,7 +18,8 @@ constexpr int kHandOverTimeoutMs = 10'000;
 
 Result<UniqueFd> CreateLog(const std::string& path) {
   // O_EXCL: a log is never appended to another run's, and never written through a symlink.
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+  // O_RDWR: sbx-netd reads it back at stop for the hash the result reports.
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd) {
     return SysError(ErrorCode::kInvalidInput,
                     "network log " + path + ": cannot create it (it must not exist yet; choose a new path)");
@@ -46,7 +44,7 @@ Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist
                                                          const AllowlistRunOptions& options) {
   std::unique_ptr<AllowlistRun> run(new AllowlistRun());
   // First: a secret that cannot be read refuses the run before anything exists.
-  auto trust = PrepareNetworkTrust(allowlist, options.image_fd, options.run_id);
+  auto trust = PrepareNetworkTrust(allowlist, options.image_fd);
   if (!trust) return trust.error();
   run->trust_ = std::move(*trust);
   run->log_path_ = options.log_path.empty() ? DefaultLogPath(options.run_id) : options.log_path;
@@ -55,12 +53,19 @@ Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist
   run->log_ = std::move(*log);
   const std::string binary = options.helper_binary.empty() ? DefaultNetworkHelperPath() : options.helper_binary;
   auto helper = StartNetworkHelper(binary, options.run_id, allowlist, run->log_.get(),
-                                   run->trust_.netd_tls_json());
+                                   run->trust_.netd_tls_json(), run->trust_.extra_ca_pems());
   run->trust_.ForgetNetdTlsJson();
   if (!helper) {
     return helper.error().Context("network allowlist: sbx-netd (" + binary + ")");
   }
   run->helper_ = std::move(*helper);
+  if (!allowlist.inject.empty()) {
+    // The sandbox's bundle needs the run CA, which netd mints: the one wait for netd before
+    // the sandbox exists, and only for runs that inject secrets.
+    auto ca = run->helper_->AwaitRunCaCertificate();
+    if (!ca) return ca.error().Context("network allowlist: sbx-netd (" + binary + ")");
+    run->trust_.AddRunCa(*ca);
+  }
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
     return SysError(ErrorCode::kSetupFailed, "socketpair (network capture)");
@@ -113,43 +118,12 @@ void AllowlistRun::Finish(NetworkOutcome* outcome) {
       outcome->denied_names = summary->denied_names;
       outcome->bytes_up = summary->bytes_up;
       outcome->bytes_down = summary->bytes_down;
+      outcome->log_sha256 = summary->log_sha256;
     }
     helper_.reset();
   }
   log_.reset();
   outcome->log_path = log_path_;
-  outcome->log_sha256 = FileSha256(log_path_);
-}
-
-std::string FileSha256(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd) return "";
-  EVP_MD_CTX* context = EVP_MD_CTX_new();
-  if (context == nullptr) return "";
-  EVP_DigestInit_ex(context, EVP_sha256(), nullptr);
-  char buffer[65536];
-  ssize_t got;
-  bool ok = true;
-  while ((got = ::read(fd.get(), buffer, sizeof(buffer))) != 0) {
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      ok = false;
-      break;
-    }
-    EVP_DigestUpdate(context, buffer, static_cast<size_t>(got));
-  }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_DigestFinal_ex(context, digest, &length);
-  EVP_MD_CTX_free(context);
-  if (!ok) return "";
-  std::string hex;
-  char byte[3];
-  for (unsigned int i = 0; i < length; ++i) {
-    std::snprintf(byte, sizeof(byte), "%02x", digest[i]);
-    hex += byte;
-  }
-  return hex;
 }
 
 }  // namespace sbx

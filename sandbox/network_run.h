@@ -1,12 +1,13 @@
 // The runner's side of a run under a network allowlist, in the launcher's order:
-//   before clone   Start(): reads the secrets and CA files and mints the run's CA (inject
-//                  rules), opens the audit log, starts sbx-netd, makes the socket the child
-//                  sends its capture sockets over;
+//   before clone   Start(): reads the secrets and CA files, opens the audit log, starts
+//                  sbx-netd (with inject rules: waits for the run CA's certificate netd
+//                  minted, for the sandbox's bundle), makes the socket the child sends its
+//                  capture sockets over;
 //   the child      plan(): routes + capture sockets (network_capture.h), resolv.conf;
 //   after clone    ChildStarted(); HandOver(): the child's sockets go to sbx-netd;
 //   supervision    helper_fd(): its hang-up kills the run (network_helper_died);
 //   the end        RequestStop(): "stop", unanswered yet, while the runner cleans up;
-//                  Finish(): the summary, the log's hash, into the run's result.
+//                  Finish(): the summary and the log's hash (netd's), into the run's result.
 // Any failure before the program starts refuses the run: allowlist never degrades.
 #pragma once
 
@@ -73,8 +74,5 @@ class AllowlistRun {
   NetworkTrust trust_;
   std::map<std::string, std::string> sandbox_env_;
 };
-
-// Lowercase hex SHA-256 of a file's contents, "" if it cannot be read.
-std::string FileSha256(const std::string& path);
 
 }  // namespace sbx

@@ -2,9 +2,6 @@
 #include "sandbox/network_trust.h"
 
 #include <fcntl.h>
-#include <openssl/crypto.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 
@@ -14,8 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/fs_beneath.h"
+#include "sandbox/pem_text.h"
 #include "sandbox/small_file.h"
-#include "sandbox/tls_ca.h"
+#include "sandbox/wipe.h"
 
 namespace sbx {
 namespace {
@@ -29,29 +27,11 @@ constexpr size_t kMaxImageBundleBytes = 4 << 20;
 constexpr const char* kBundleVariables[] = {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
                                             "PIP_CERT", "NODE_EXTRA_CA_CERTS"};
 
-void Wipe(std::string& text) {
-  if (!text.empty()) OPENSSL_cleanse(text.data(), text.size());
-  text.clear();
-}
-
-// The number of certificates in `pem`; 0 when it holds none (or is not PEM).
-size_t CountCertificates(const std::string& pem) {
-  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  if (bio == nullptr) return 0;
-  size_t count = 0;
-  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-    X509_free(cert);
-    ++count;
-  }
-  BIO_free(bio);
-  return count;
-}
-
 Result<std::string> ReadCaFile(const std::string& field, const std::string& path) {
   auto text = ReadSmallFile(path, kMaxCaFileBytes + 1);
   if (!text) return text.error().Context(field);
   if (text->size() > kMaxCaFileBytes) return InvalidInput(field + ": " + path + ": larger than 1 MiB");
-  if (CountCertificates(*text) == 0) {
+  if (!HasPemCertificate(*text)) {
     return InvalidInput(field + ": " + path +
                         ": no PEM certificate in it (-----BEGIN CERTIFICATE-----)");
   }
@@ -59,14 +39,16 @@ Result<std::string> ReadCaFile(const std::string& field, const std::string& path
   return text;
 }
 
-Result<std::string> ReadCaFiles(const std::string& field, const std::vector<std::string>& paths) {
-  std::string all;
+// One text per file, in the policy's order (sbx-netd names a bad one by its index).
+Result<std::vector<std::string>> ReadCaFiles(const std::string& field,
+                                             const std::vector<std::string>& paths) {
+  std::vector<std::string> pems;
   for (size_t i = 0; i < paths.size(); ++i) {
     auto pem = ReadCaFile(field + "[" + std::to_string(i) + "]", paths[i]);
     if (!pem) return pem.error();
-    all += *pem;
+    pems.push_back(std::move(*pem));
   }
-  return all;
+  return pems;
 }
 
 // The secret's value is never part of an error: only where it was looked for.
@@ -100,7 +82,7 @@ Result<std::string> ReadSecret(const std::string& field, const std::string& sour
   bool printable = secret.size() <= kMaxSecretBytes;
   for (unsigned char c : secret) printable = printable && c >= 0x20 && c < 0x7f;
   if (!printable) {
-    Wipe(secret);
+    WipeString(secret);
     return InvalidInput(field + ": the secret has a control or non-ASCII character (a line "
                         "break?) or is longer than 8 KiB; it must fit in one header line");
   }
@@ -161,21 +143,26 @@ NetworkTrust::NetworkTrust(NetworkTrust&& other) noexcept { *this = std::move(ot
 
 NetworkTrust& NetworkTrust::operator=(NetworkTrust&& other) noexcept {
   if (this != &other) {
-    Wipe(netd_tls_json_);
+    WipeString(netd_tls_json_);
     sandbox_bundle_ = std::move(other.sandbox_bundle_);
     sandbox_env_ = std::move(other.sandbox_env_);
+    extra_ca_pems_ = std::move(other.extra_ca_pems_);
     netd_tls_json_ = std::move(other.netd_tls_json_);
     other.netd_tls_json_.clear();
   }
   return *this;
 }
 
-NetworkTrust::~NetworkTrust() { Wipe(netd_tls_json_); }
+NetworkTrust::~NetworkTrust() { WipeString(netd_tls_json_); }
 
-void NetworkTrust::ForgetNetdTlsJson() { Wipe(netd_tls_json_); }
+void NetworkTrust::ForgetNetdTlsJson() { WipeString(netd_tls_json_); }
 
-Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist& allowlist, int image_fd,
-                                         const std::string& run_id) {
+void NetworkTrust::AddRunCa(const std::string& cert_pem) {
+  sandbox_bundle_ += cert_pem;
+  if (!cert_pem.empty() && cert_pem.back() != '\n') sandbox_bundle_ += '\n';
+}
+
+Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist& allowlist, int image_fd) {
   NetworkTrust trust;
   if (allowlist.inject.empty() && allowlist.extra_ca_files.empty()) return trust;
 
@@ -183,17 +170,14 @@ Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist& allowlist, int 
   if (!bundle) return bundle.error();
   auto extra = ReadCaFiles("network.extra_ca_files", allowlist.extra_ca_files);
   if (!extra) return extra.error();
-  trust.sandbox_bundle_ = *bundle + *extra;
+  trust.sandbox_bundle_ = *bundle;
+  for (const std::string& pem : *extra) trust.sandbox_bundle_ += pem;
+  trust.extra_ca_pems_ = std::move(*extra);
   for (const char* name : kBundleVariables) trust.sandbox_env_[name] = kSandboxCaBundlePath;
   if (allowlist.inject.empty()) return trust;
 
   auto upstream = ReadCaFiles("network.upstream_ca_files", allowlist.upstream_ca_files);
   if (!upstream) return upstream.error();
-  std::vector<std::string> hosts;
-  for (const InjectRule& rule : allowlist.inject) hosts.insert(hosts.end(), rule.hosts.begin(), rule.hosts.end());
-  auto ca = MintRunCa(hosts, run_id);
-  if (!ca) return ca.error().Context("network.inject: the run's CA");
-  trust.sandbox_bundle_ += ca->cert_pem;
 
   // Reserved up front: a growing string would leave copies of secrets in freed memory.
   std::string secrets;
@@ -203,20 +187,18 @@ Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist& allowlist, int 
     const InjectRule& rule = allowlist.inject[i];
     auto secret = ReadSecret("network.inject[" + std::to_string(i) + "].secret_from", rule.secret_from);
     if (!secret) {
-      Wipe(secrets);
-      Wipe(ca->key_pem);
+      WipeString(secrets);
       return secret.error();
     }
     std::string value = rule.format;
     value.replace(value.find("{secret}"), 8, *secret);
-    Wipe(*secret);
+    WipeString(*secret);
     std::string placeholder;
     if (!rule.sandbox_placeholder_env.empty()) {
       auto made = NewPlaceholder();
       if (!made) {
-        Wipe(value);
-        Wipe(secrets);
-        Wipe(ca->key_pem);
+        WipeString(value);
+        WipeString(secrets);
         return made.error();
       }
       placeholder = *made;
@@ -224,26 +206,23 @@ Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist& allowlist, int 
     }
     secrets += i == 0 ? "{\"value\":" : ",{\"value\":";
     AppendJsonString(secrets, value);
-    Wipe(value);
+    WipeString(value);
     secrets += ",\"placeholder\":";
     AppendJsonString(secrets, placeholder);
     secrets += "}";
   }
   secrets += "]";
 
-  nlohmann::json public_part = {{"ca_cert_pem", ca->cert_pem}, {"upstream_ca_pem", *upstream}};
+  nlohmann::json public_part = {{"upstream_ca_pem", *upstream}};
   // PEM comments may hold any bytes: replaced rather than thrown on (a throw here would leave
   // the secrets above unwiped).
   std::string tls = public_part.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   tls.pop_back();
-  tls.reserve(tls.size() + 2 * ca->key_pem.size() + secrets.size() + 64);
-  tls += ",\"ca_key_pem\":";
-  AppendJsonString(tls, ca->key_pem);
-  Wipe(ca->key_pem);
+  tls.reserve(tls.size() + secrets.size() + 16);
   tls += ",\"secrets\":";
   tls += secrets;
   tls += "}";
-  Wipe(secrets);
+  WipeString(secrets);
   trust.netd_tls_json_ = std::move(tls);
   return trust;
 }

@@ -1,18 +1,21 @@
 // What a run under an allowlist needs from the runner's side when its policy injects secrets or
 // adds CAs (policies/SCHEMA.md, network-design §4.6), resolved before the sandbox exists:
-//   - the run's CA (tls_ca.h), minted for the inject hosts only;
 //   - the sandbox's trust bundle: the image's bundle, then extra_ca_files, then the run's CA,
 //     bound read-only over the image's bundle, with the variables TLS clients read pointing
-//     at it (pip, requests and Node do not all read the system bundle);
+//     at it (pip, requests and Node do not all read the system bundle). sbx-netd mints the
+//     run's CA and answers its certificate in "ready" (AddRunCa): the key never exists here;
 //   - each secret, read from sbx's environment or a file, and a random placeholder for the
 //     sandbox's environment where the rule asks for one;
-//   - the "tls" object of sbx-netd's first control message (network_helper_protocol.h).
+//   - the CA files' texts and the "tls" object of sbx-netd's first control message
+//     (network_helper_protocol.h); netd parses the certificates (the runner links no X.509
+//     parser and checks only that each file has a PEM certificate block, pem_text.h).
 // A secret that cannot be read, a CA file without a certificate, an image without a bundle:
 // the run is refused (exit 125) with the field named, and nothing is started.
 #pragma once
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "sandbox/error.h"
 #include "sandbox/network_rules.h"
@@ -29,27 +32,32 @@ class NetworkTrust {
   NetworkTrust& operator=(NetworkTrust&& other) noexcept;
   NetworkTrust(const NetworkTrust&) = delete;
   NetworkTrust& operator=(const NetworkTrust&) = delete;
-  ~NetworkTrust();  // wipes the secrets and the CA key
+  ~NetworkTrust();  // wipes the secrets
 
   // "" : the sandbox keeps the image's bundle (no inject rule and no extra CA).
   const std::string& sandbox_bundle() const { return sandbox_bundle_; }
   // The CA-bundle variables and the placeholders, for the sandbox's environment.
   const std::map<std::string, std::string>& sandbox_env() const { return sandbox_env_; }
-  // The "tls" object as JSON; "" without inject rules. It holds the secrets and the CA key.
+  // extra_ca_pems()[i]: the text of network.extra_ca_files[i], for sbx-netd to parse.
+  const std::vector<std::string>& extra_ca_pems() const { return extra_ca_pems_; }
+  // The "tls" object as JSON ({"upstream_ca_pem":[...],"secrets":[...]}); "" without inject
+  // rules. It holds the secrets.
   const std::string& netd_tls_json() const { return netd_tls_json_; }
-  // Wipes the secrets and the CA key once sbx-netd has them: the runner needs them no longer.
+  // Wipes the secrets once sbx-netd has them: the runner needs them no longer.
   void ForgetNetdTlsJson();
+  // Appends the run CA's certificate (from sbx-netd's "ready") to the sandbox's bundle.
+  void AddRunCa(const std::string& cert_pem);
 
  private:
-  friend Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist&, int, const std::string&);
+  friend Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist&, int);
   std::string sandbox_bundle_;
   std::map<std::string, std::string> sandbox_env_;
+  std::vector<std::string> extra_ca_pems_;
   std::string netd_tls_json_;
 };
 
 // `image_fd` is the image's root directory (its bundle is read beneath it, no symlink
 // followed). Does nothing (an empty NetworkTrust) without inject rules and extra CA files.
-Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist& allowlist, int image_fd,
-                                         const std::string& run_id);
+Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist& allowlist, int image_fd);
 
 }  // namespace sbx

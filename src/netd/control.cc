@@ -108,7 +108,7 @@ Result<json> ParseObject(const std::string& text, const std::set<std::string>& k
 }  // namespace
 
 Result<Hello> ParseHello(const std::string& text) {
-  auto object = ParseObject(text, {"v", "run", "audit_log", "network"}, {"tls"});
+  auto object = ParseObject(text, {"v", "run", "audit_log", "network"}, {"extra_ca_pem", "tls"});
   if (!object) return object.error();
   json& hello = *object;
   // The parser's copies of the secrets are wiped on every path out of here.
@@ -138,13 +138,23 @@ Result<Hello> ParseHello(const std::string& text) {
   auto allowlist = ParseNetworkAllowlistJson(hello["network"].dump());
   if (!allowlist) return allowlist.error().Context("control: network");
   result.allowlist = std::move(*allowlist);
+  const size_t extra_count = result.allowlist.extra_ca_files.size();
+  if (hello.contains("extra_ca_pem") != (extra_count > 0)) {
+    return ProtocolError(extra_count > 0 ? "extra_ca_pem: missing, but network.extra_ca_files has entries"
+                                         : "extra_ca_pem: present, but network.extra_ca_files is empty");
+  }
+  if (extra_count > 0) {
+    auto extra = ReadPemList(hello["extra_ca_pem"], extra_count, "network.extra_ca_files");
+    if (!extra) return extra.error().Context("control: extra_ca_pem");
+    result.extra_ca_pems = std::move(*extra);
+  }
   const size_t inject_count = result.allowlist.inject.size();
   if (hello.contains("tls") != (inject_count > 0)) {
     return ProtocolError(inject_count > 0 ? "tls: missing, but network.inject has rules"
                                           : "tls: present, but network.inject is empty");
   }
   if (inject_count > 0) {
-    auto tls = ParseTlsConfig(hello["tls"], inject_count);
+    auto tls = ParseTlsConfig(hello["tls"], inject_count, result.allowlist.upstream_ca_files.size());
     if (!tls) return tls.error();
     result.tls = std::move(*tls);
   }
@@ -155,7 +165,7 @@ Result<Hello> ReceiveHello(int control_fd) {
   auto text = ReceiveMessage(control_fd, nullptr);
   if (!text) return text.error();
   auto hello = ParseHello(*text);
-  WipeString(*text);  // it held the secrets and the CA key
+  WipeString(*text);  // it held the secrets
   return hello;
 }
 
@@ -204,6 +214,10 @@ Result<std::vector<CaptureSocket>> ReceiveCaptureSockets(int control_fd) {
   }
 }
 
+Result<void> SendRunCa(int control_fd, const std::string& ca_cert_pem) {
+  return SendMessage(control_fd, {{"ca_cert_pem", ca_cert_pem}});
+}
+
 Result<void> SendReady(int control_fd) { return SendMessage(control_fd, {{"ready", true}}); }
 
 Result<void> SendError(int control_fd, const std::string& why) {
@@ -219,7 +233,8 @@ std::string SummaryMessage(const RunSummary& summary) {
                     {"denied", summary.denied},
                     {"denied_names", summary.denied_names},
                     {"bytes_up", summary.bytes_up},
-                    {"bytes_down", summary.bytes_down}}}};
+                    {"bytes_down", summary.bytes_down},
+                    {"log_sha256", summary.log_sha256}}}};
   return message.dump(-1, ' ', true, json::error_handler_t::replace);
 }
 

@@ -21,16 +21,19 @@
 
 namespace sbx::netd {
 
-// Step 1: {"v":1,"run":...,"audit_log":...,"network":...,"tls":...}.
+// Step 1: {"v":1,"run":...,"audit_log":...,"network":...,"extra_ca_pem":[...],"tls":...}.
 struct Hello {
   std::string run_id;
   bool audit_log = false;
   NetworkAllowlist allowlist;
+  // extra_ca_pems[i]: the text of network.extra_ca_files[i], only to be checked (ca_files.h):
+  // the sandbox's bundle already holds it.
+  std::vector<std::string> extra_ca_pems;
   std::optional<TlsConfig> tls;  // exactly when allowlist.inject is not empty
 };
 Result<Hello> ReceiveHello(int control_fd);
 // Parses step 1's message (strict: exactly those keys, "tls" exactly when network.inject is
-// not empty, v == 1, a run id of 1..128 printable ASCII bytes). The copies the JSON parser made
+// not empty, "extra_ca_pem" exactly when network.extra_ca_files is not, v == 1, a run id of 1..128 printable ASCII bytes). The copies the JSON parser made
 // of the secrets are wiped; the caller wipes `text`.
 Result<Hello> ParseHello(const std::string& text);
 
@@ -42,7 +45,8 @@ struct CaptureSocket {
 // Step 3: every batch of {"capture":[...],"last":...} with its SCM_RIGHTS fds, until "last".
 Result<std::vector<CaptureSocket>> ReceiveCaptureSockets(int control_fd);
 
-// Steps 2, 4 and 6: one datagram each.
+// Steps 1b (inject rules only: the run CA's certificate), 2, 4 and 6: one datagram each.
+Result<void> SendRunCa(int control_fd, const std::string& ca_cert_pem);
 Result<void> SendReady(int control_fd);
 Result<void> SendError(int control_fd, const std::string& why);
 Result<void> SendServing(int control_fd);

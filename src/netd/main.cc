@@ -12,8 +12,10 @@
 #include <boost/asio/io_context.hpp>
 
 #include "sandbox/network_helper_protocol.h"
+#include "src/netd/ca_files.h"
 #include "src/netd/control.h"
 #include "src/netd/hardening.h"
+#include "src/netd/log_digest.h"
 #include "src/netd/mitm_context.h"
 #include "src/netd/netd_context.h"
 #include "src/netd/netd_server.h"
@@ -35,18 +37,36 @@ int Serve() {
   //    serving needs.
   if (auto hardened = HardenProcess(); !hardened) return Fail(hardened.error());
 
-  // 2. The run's id, whether it keeps an audit log (fd 4), the allowlist and, with inject
-  //    rules, the TLS material and secrets.
+  // 2. The run's id, whether it keeps an audit log (fd 4), the allowlist, the texts of its CA
+  //    files and, with inject rules, the secrets.
   auto hello = ReceiveHello(kNetdControlFd);
   if (!hello) return Fail(hello.error());
   if (hello->audit_log && fcntl(kNetdAuditLogFd, F_GETFL) < 0) {
     return Fail(SysError(ErrorCode::kInvalidInput, "audit_log is true but fd 4 is not open"));
   }
-  //    With inject rules, the MITM path's TLS contexts are built now: a bad CA or upstream CA
-  //    refuses the start, it does not surface at the first connection.
+  //    The CA files are parsed as X.509 here, not in the runner (which links no libcrypto):
+  //    a damaged one refuses the run, naming the policy's field.
+  if (auto checked = CheckCaFiles("network.extra_ca_files", hello->extra_ca_pems,
+                                  hello->allowlist.extra_ca_files);
+      !checked) {
+    return Fail(checked.error());
+  }
+  //    With inject rules, the run's CA is minted and its certificate sent at once (the
+  //    runner needs it for the sandbox's bundle before it clones; the key stays here), then
+  //    the MITM path's TLS contexts are built: a bad upstream CA refuses the start, it does not
+  //    surface at the first connection.
   std::shared_ptr<MitmContext> mitm;
   if (hello->tls) {
-    auto created = MitmContext::Create(std::move(*hello->tls), hello->allowlist.inject);
+    if (auto checked = CheckCaFiles("network.upstream_ca_files", hello->tls->upstream_ca_pems,
+                                    hello->allowlist.upstream_ca_files);
+        !checked) {
+      return Fail(checked.error());
+    }
+    auto ca = MitmContext::MintCa(hello->allowlist.inject, hello->run_id);
+    if (!ca) return Fail(ca.error());
+    if (auto sent = SendRunCa(kNetdControlFd, ca->cert_pem); !sent) return 1;
+    auto created = MitmContext::Create(std::move(*hello->tls), hello->allowlist.inject,
+                                       std::move(*ca));
     if (!created) return Fail(created.error());
     mitm = std::move(*created);
   }
@@ -74,13 +94,16 @@ int Serve() {
   if (auto sent = SendServing(kNetdControlFd); !sent) return 1;
 
   // 4. Serve until "stop" (answer the summary, exit 0) or until the runner hangs up (exit at
-  //    once: the run is over or the runner died, and nobody reads a summary).
+  //    once: the run is over or the runner died, and nobody reads a summary). The log is
+  //    hashed once the server has stopped: no record follows.
   int exit_code = 0;
   ControlWatcher watcher(io, kNetdControlFd);
   watcher.Start(
       [&] {
         server.Stop();
-        exit_code = SendSummary(kNetdControlFd, context.counters.summary()) ? 0 : 1;
+        RunSummary summary = context.counters.summary();
+        if (hello->audit_log) summary.log_sha256 = LogSha256(kNetdAuditLogFd);
+        exit_code = SendSummary(kNetdControlFd, summary) ? 0 : 1;
         io.stop();
       },
       [] { _exit(1); });

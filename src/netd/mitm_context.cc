@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-#include "sandbox/tls_ca.h"
+#include "src/netd/tls_ca.h"
 
 namespace sbx::netd {
 namespace {
@@ -38,12 +38,10 @@ int SelectHttp11(SSL*, const unsigned char** out, unsigned char* out_length,
   return SSL_TLSEXT_ERR_OK;
 }
 
-// Adds every certificate of `pem` to `store`; none in a non-empty text is an error.
+// Adds every certificate of `pem` (checked by CheckCaFiles) to `store`.
 Result<void> AddCertificates(X509_STORE* store, const std::string& pem) {
-  if (pem.empty()) return Ok{};
   BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
   if (bio == nullptr) return TlsSetupError("BIO_new_mem_buf");
-  size_t added = 0;
   while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
     const int ok = X509_STORE_add_cert(store, cert);
     X509_free(cert);
@@ -51,11 +49,9 @@ Result<void> AddCertificates(X509_STORE* store, const std::string& pem) {
       BIO_free(bio);
       return TlsSetupError("add an upstream CA");
     }
-    ++added;
   }
   BIO_free(bio);
   ERR_clear_error();  // the loop ends on "no start line"
-  if (added == 0) return InvalidInput("control: tls.upstream_ca_pem: no PEM certificate in it");
   return Ok{};
 }
 
@@ -74,42 +70,35 @@ Result<void> AddHostTrustStore(X509_STORE* store) {
   return Ok{};
 }
 
-Result<void> CheckCa(const TlsConfig& config) {
-  BIO* cert_bio = BIO_new_mem_buf(config.ca_cert_pem.data(),
-                                  static_cast<int>(config.ca_cert_pem.size()));
-  BIO* key_bio = BIO_new_mem_buf(config.ca_key_pem.view().data(),
-                                 static_cast<int>(config.ca_key_pem.view().size()));
-  X509* cert = cert_bio ? PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr) : nullptr;
-  EVP_PKEY* key = key_bio ? PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr) : nullptr;
-  const bool matches = cert != nullptr && key != nullptr && X509_check_private_key(cert, key) == 1;
-  const bool is_ca = cert != nullptr && X509_check_ca(cert) == 1;
-  X509_free(cert);
-  EVP_PKEY_free(key);
-  BIO_free(cert_bio);
-  BIO_free(key_bio);
-  ERR_clear_error();
-  if (!matches) {
-    return InvalidInput("control: tls.ca_cert_pem, tls.ca_key_pem: not a PEM certificate and its key");
-  }
-  if (!is_ca) return InvalidInput("control: tls.ca_cert_pem: not a CA certificate");
-  return Ok{};
-}
-
 }  // namespace
 
 MitmContext::MitmContext(TlsConfig config, std::vector<InjectRule> rules)
     : config_(std::move(config)), rules_(std::move(rules)), upstream_(ssl::context::tls_client) {}
 
+Result<PemCertificateAndKey> MitmContext::MintCa(const std::vector<InjectRule>& rules,
+                                                 const std::string& run_id) {
+  std::vector<std::string> hosts;
+  for (const InjectRule& rule : rules) hosts.insert(hosts.end(), rule.hosts.begin(), rule.hosts.end());
+  auto ca = MintRunCa(hosts, run_id);
+  if (!ca) return ca.error().Context("network.inject: the run's CA");
+  return ca;
+}
+
 Result<std::unique_ptr<MitmContext>> MitmContext::Create(TlsConfig config,
-                                                         std::vector<InjectRule> rules) {
-  SBX_TRY(CheckCa(config));
+                                                         std::vector<InjectRule> rules,
+                                                         PemCertificateAndKey ca) {
   std::unique_ptr<MitmContext> context(new MitmContext(std::move(config), std::move(rules)));
+  context->ca_cert_pem_ = std::move(ca.cert_pem);
+  context->ca_key_pem_ = Secret(ca.key_pem);
+  WipeString(ca.key_pem);
   SSL_CTX* upstream = context->upstream_.native_handle();
   if (SSL_CTX_set_min_proto_version(upstream, TLS1_2_VERSION) != 1) {
     return TlsSetupError("upstream: minimum TLS 1.2");
   }
   SBX_TRY(AddHostTrustStore(SSL_CTX_get_cert_store(upstream)));
-  SBX_TRY(AddCertificates(SSL_CTX_get_cert_store(upstream), context->config_.upstream_ca_pem));
+  for (const std::string& pem : context->config_.upstream_ca_pems) {
+    SBX_TRY(AddCertificates(SSL_CTX_get_cert_store(upstream), pem));
+  }
   SSL_CTX_set_verify(upstream, SSL_VERIFY_PEER, nullptr);
   if (SSL_CTX_set_alpn_protos(upstream, kAlpnHttp11, sizeof(kAlpnHttp11)) != 0) {
     return TlsSetupError("upstream: ALPN");
@@ -128,7 +117,7 @@ bool MitmContext::Intercepts(std::string_view name, uint16_t port) const {
 
 Result<ssl::context*> MitmContext::ServerContext(const std::string& host) {
   if (auto found = servers_.find(host); found != servers_.end()) return found->second.get();
-  PemCertificateAndKey ca{config_.ca_cert_pem, std::string(config_.ca_key_pem.view())};
+  PemCertificateAndKey ca{ca_cert_pem_, std::string(ca_key_pem_.view())};
   auto leaf = MintLeaf(ca, host);
   WipeString(ca.key_pem);
   if (!leaf) return leaf.error();

@@ -1,8 +1,6 @@
 // Secret's wiping storage.
 #include "src/netd/secret.h"
 
-#include <openssl/crypto.h>
-
 #include <cstring>
 #include <utility>
 
@@ -28,14 +26,9 @@ Secret& Secret::operator=(Secret&& other) noexcept {
 Secret::~Secret() { Wipe(); }
 
 void Secret::Wipe() {
-  if (bytes_) OPENSSL_cleanse(bytes_.get(), size_ + 1);
+  if (bytes_) WipeBytes(bytes_.get(), size_ + 1);
   bytes_.reset();
   size_ = 0;
-}
-
-void WipeString(std::string& text) {
-  OPENSSL_cleanse(text.data(), text.size());
-  text.clear();
 }
 
 }  // namespace sbx::netd

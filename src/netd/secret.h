@@ -1,5 +1,5 @@
 // Bytes that must never outlive their use: the secrets sbx-netd injects, their placeholders and
-// the run CA's key. Held in one fixed allocation that is wiped (OPENSSL_cleanse) when freed, so
+// the run CA's key. Held in one fixed allocation that is wiped (explicit_bzero) when freed, so
 // no reallocation leaves a copy behind; there is no way to print one.
 #pragma once
 
@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include "sandbox/wipe.h"
 
 namespace sbx::netd {
 
@@ -29,8 +31,5 @@ class Secret {
   std::unique_ptr<char[]> bytes_;
   size_t size_ = 0;
 };
-
-// Wipes a std::string's bytes in place, then empties it (for copies a parser made).
-void WipeString(std::string& text);
 
 }  // namespace sbx::netd

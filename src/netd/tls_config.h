@@ -19,17 +19,22 @@ struct InjectSecret {
   Secret placeholder;  // "" or "sbx-ph-<32 lower-case hex>"
 };
 
+// The run's CA is not here: netd mints it (MitmContext), so its key never leaves netd.
 struct TlsConfig {
-  std::string ca_cert_pem;
-  Secret ca_key_pem;
-  std::string upstream_ca_pem;  // "" when the policy names no upstream_ca_files
+  std::vector<std::string> upstream_ca_pems;  // upstream_ca_pems[i]: network.upstream_ca_files[i]
   std::vector<InjectSecret> secrets;
 };
 
-// Strict: exactly the four keys, strings where strings belong, secrets.size() == inject_count,
+// Strict: exactly the two keys, upstream_ca_pem a list of upstream_ca_count strings,
+// secrets.size() == inject_count,
 // each secret {"value":...,"placeholder":...}. Errors name the field ("tls.secrets[1].value")
 // and never quote a value. The secret strings in `tls` are wiped once copied, even on error.
-Result<TlsConfig> ParseTlsConfig(nlohmann::json& tls, size_t inject_count);
+Result<TlsConfig> ParseTlsConfig(nlohmann::json& tls, size_t inject_count,
+                                 size_t upstream_ca_count);
+
+// A list of `expected` PEM texts, one per entry of the policy's `policy_field`.
+Result<std::vector<std::string>> ReadPemList(const nlohmann::json& list, size_t expected,
+                                             const std::string& policy_field);
 
 // Wipes every string in `value` (recursively) in place.
 void WipeJsonStrings(nlohmann::json& value);

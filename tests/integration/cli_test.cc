@@ -91,6 +91,26 @@ TEST(Cli, BadInputIsRefusedWith125AndCreatesNothing) {
   EXPECT_EQ(EntryCount(*state), before);
 }
 
+// The runner checks a CA file only for a PEM certificate block; sbx-netd parses it, and a
+// block that is not X.509 still refuses the run, naming the field, the file and the block.
+TEST(Cli, ACaFileThatIsNotX509IsRefusedWith125NamingIt) {
+  ScratchDir dir;
+  const std::string ca = dir.path() + "/corp.pem";
+  const std::string policy = dir.path() + "/policy.json";
+  {
+    std::ofstream(ca) << "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n"
+                         "-----END CERTIFICATE-----\n";
+    std::ofstream(policy) << R"({"network": {"mode": "allowlist", "allow": ["example.test"],
+                                             "extra_ca_files": [")" << ca << R"("]}})";
+  }
+  HostRun run = Sbx({"run", "--policy", policy, "--", "true"});
+  EXPECT_EQ(run.exit_code, 125) << run.output;
+  EXPECT_NE(run.output.find("network.extra_ca_files[0]: " + ca +
+                            ": certificate 1 of 1 is not valid X.509"),
+            std::string::npos)
+      << run.output;
+}
+
 TEST(Cli, OversizedArgumentIsRefusedBeforeAnythingIsCreated) {
   // Above the kernel's per-argument limit the CLI could not even be started with it, so the
   // library call is the place to check.

@@ -31,11 +31,15 @@
 
 #include "sandbox/network_helper_protocol.h"
 #include "sandbox/policy.h"
-#include "sandbox/tls_ca.h"
+#include "src/netd/tls_ca.h"
 #include "sandbox/unique_fd.h"
 
 namespace sbx {
 namespace {
+
+using netd::MintLeaf;
+using netd::MintRunCa;
+using netd::PemCertificateAndKey;
 
 using nlohmann::json;
 
@@ -263,10 +267,8 @@ class NetdMitmTest : public ::testing::Test {
     unlink(log_path_.c_str());
     log_ = UniqueFd(open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
     ASSERT_TRUE(log_);
-    auto run_ca = MintRunCa({"localhost"}, "run-mitm");
     auto upstream_ca = MintRunCa({"localhost"}, "upstream-test-ca");
-    ASSERT_TRUE(run_ca && upstream_ca);
-    run_ca_ = *run_ca;
+    ASSERT_TRUE(upstream_ca);
     upstream_ca_ = *upstream_ca;
     ASSERT_TRUE(MakeSandboxSockets(sandbox_));
   }
@@ -282,11 +284,13 @@ class NetdMitmTest : public ::testing::Test {
   }
 
   // Starts sbx-netd as the runner does, with one inject rule for localhost, and hands it the
-  // sandbox's listeners. upstream_ca_pem: what netd trusts besides the host's store.
+  // sandbox's listeners. upstream_ca_pem: what netd trusts besides the host's store. netd
+  // mints the run's CA; its certificate (run_ca_) comes with "ready".
   void StartNetd(const std::string& upstream_ca_pem) {
     NetworkAllowlist allowlist;
     allowlist.allow = {*ParseNetworkRule("localhost:80,443", "allow")};
     allowlist.allow_private = {*ParseNetworkRule("127.0.0.0/8:80,443", "allow_private")};
+    allowlist.upstream_ca_files = {"/test/upstream-ca.pem"};
     json network = json::parse(NetworkAllowlistToJson(allowlist));
     network["inject"] = {{{"name", "api"},
                           {"hosts", {"localhost"}},
@@ -299,9 +303,7 @@ class NetdMitmTest : public ::testing::Test {
                   {"audit_log", true},
                   {"network", network},
                   {"tls",
-                   {{"ca_cert_pem", run_ca_.cert_pem},
-                    {"ca_key_pem", run_ca_.key_pem},
-                    {"upstream_ca_pem", upstream_ca_pem},
+                   {{"upstream_ca_pem", {upstream_ca_pem}},
                     {"secrets", {{{"value", kSecret}, {"placeholder", kPlaceholder}}}}}}};
     int pair[2];
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
@@ -323,6 +325,10 @@ class NetdMitmTest : public ::testing::Test {
     }
     child_end.reset();
     Send(hello.dump());
+    const json ca = json::parse(Receive(), nullptr, false);
+    ASSERT_TRUE(ca.is_object() && ca.contains("ca_cert_pem")) << ca.dump();
+    EXPECT_EQ(ca.size(), 1u) << "the certificate only: the run CA's key stays in netd";
+    run_ca_.cert_pem = ca["ca_cert_pem"].get<std::string>();
     ASSERT_EQ(Receive(), R"({"ready":true})");
     const json capture = {{"capture", {{{"proto", "tcp"}, {"port", 443}}, {{"proto", "tcp"}, {"port", 80}}}},
                           {"last", true}};

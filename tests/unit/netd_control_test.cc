@@ -56,9 +56,7 @@ std::string InjectHello(const nlohmann::json& tls, const nlohmann::json& inject 
 }
 
 nlohmann::json Tls() {
-  return {{"ca_cert_pem", "CERT"},
-          {"ca_key_pem", "KEY"},
-          {"upstream_ca_pem", ""},
+  return {{"upstream_ca_pem", nlohmann::json::array()},
           {"secrets",
            {{{"value", "Bearer sk-secret-1"},
              {"placeholder", "sbx-ph-0123456789abcdef0123456789abcdef"}}}}};
@@ -72,8 +70,7 @@ TEST(ParseHello, ReadsTheTlsObjectAndTheInjectRules) {
   EXPECT_EQ(hello->allowlist.inject[0].hosts, std::vector<std::string>{"api.test"});
   EXPECT_EQ(hello->allowlist.inject[0].header, "Authorization");
   ASSERT_TRUE(hello->tls);
-  EXPECT_EQ(hello->tls->ca_cert_pem, "CERT");
-  EXPECT_EQ(hello->tls->ca_key_pem.view(), "KEY");
+  EXPECT_TRUE(hello->tls->upstream_ca_pems.empty());
   ASSERT_EQ(hello->tls->secrets.size(), 1u);
   EXPECT_EQ(hello->tls->secrets[0].value.view(), "Bearer sk-secret-1");
   EXPECT_EQ(hello->tls->secrets[0].placeholder.view(), "sbx-ph-0123456789abcdef0123456789abcdef");
@@ -99,11 +96,14 @@ TEST(ParseHello, RefusesAMalformedTlsObjectNamingTheField) {
     tls.erase(key);
     return tls;
   };
-  cases.push_back({"tls: missing key \"ca_key_pem\"", without("ca_key_pem")});
+  cases.push_back({"tls: missing key \"upstream_ca_pem\"", without("upstream_ca_pem")});
   cases.push_back({"tls: unknown key \"extra\"", with("/extra", "x")});
-  cases.push_back({"tls.ca_cert_pem", with("/ca_cert_pem", 1)});
-  cases.push_back({"tls.ca_key_pem", with("/ca_key_pem", "")});
+  // The run's CA is netd's own: a runner that sends one is refused.
+  cases.push_back({"tls: unknown key \"ca_key_pem\"", with("/ca_key_pem", "KEY")});
   cases.push_back({"tls.upstream_ca_pem", with("/upstream_ca_pem", nullptr)});
+  cases.push_back({"tls.upstream_ca_pem: expected a list of 0 strings (one per "
+                   "network.upstream_ca_files entry)",
+                   with("/upstream_ca_pem", nlohmann::json::array({"PEM"}))});
   cases.push_back({"tls.secrets", with("/secrets", "x")});
   cases.push_back({"tls.secrets: expected 1", with("/secrets", nlohmann::json::array())});
   cases.push_back({"tls.secrets[0].value", with("/secrets/0/value", "Bearer x\r\nX-Evil: 1")});
@@ -134,6 +134,32 @@ TEST(ParseHello, RefusesAMalformedTlsObjectNamingTheField) {
                                                      "header":"A","extra":1}])"))));
 }
 
+// The extra CA files' texts come with the hello, one per network.extra_ca_files entry.
+TEST(ParseHello, ReadsTheExtraCaTexts) {
+  NetworkAllowlist allowlist;
+  allowlist.allow.push_back(*ParseNetworkRule("api.test", "allow"));
+  allowlist.extra_ca_files = {"/etc/corp/a.pem", "/etc/corp/b.pem"};
+  nlohmann::json hello = {{"v", 1},
+                          {"run", "r1"},
+                          {"audit_log", false},
+                          {"network", nlohmann::json::parse(NetworkAllowlistToJson(allowlist))},
+                          {"extra_ca_pem", {"A", "B"}}};
+  auto parsed = ParseHello(hello.dump());
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->extra_ca_pems, (std::vector<std::string>{"A", "B"}));
+  hello["extra_ca_pem"] = {"A"};
+  parsed = ParseHello(hello.dump());
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.error().message.find("extra_ca_pem: expected a list of 2 strings"),
+            std::string::npos)
+      << parsed.error().message;
+  hello.erase("extra_ca_pem");
+  parsed = ParseHello(hello.dump());
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.error().message.find("extra_ca_pem: missing"), std::string::npos);
+  EXPECT_FALSE(ParseHello(HelloText("r1", R"(,"extra_ca_pem":["A"])")));
+}
+
 TEST(WipeJsonStrings, OverwritesEveryString) {
   auto tls = Tls();
   std::string& value = tls["secrets"][0]["value"].get_ref<std::string&>();
@@ -152,6 +178,7 @@ TEST(SummaryMessage, HasTheProtocolsFields) {
   summary.denied_names = {"evil.test", "bad\nname\xff"};
   summary.bytes_up = 10;
   summary.bytes_down = 20;
+  summary.log_sha256 = "ab12";
   const std::string text = SummaryMessage(summary);
   EXPECT_EQ(text.find('\n'), std::string::npos);
   const auto message = nlohmann::json::parse(text);
@@ -162,6 +189,7 @@ TEST(SummaryMessage, HasTheProtocolsFields) {
   EXPECT_EQ(fields.at("denied_names").size(), 2u);
   EXPECT_EQ(fields.at("bytes_up"), 10);
   EXPECT_EQ(fields.at("bytes_down"), 20);
+  EXPECT_EQ(fields.at("log_sha256"), "ab12");
 }
 
 TEST(RunCounters, DeniedNamesAreDistinctAndBounded) {

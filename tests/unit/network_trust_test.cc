@@ -10,7 +10,7 @@
 #include <string>
 
 #include "sandbox/policy.h"
-#include "sandbox/tls_ca.h"
+#include "src/netd/tls_ca.h"
 #include "tests/unit/files_test_util.h"
 
 namespace sbx::testing {
@@ -22,13 +22,13 @@ constexpr char kSecret[] = "sk-unit-0123456789abcdef";
 class NetworkTrustTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto image_ca = MintRunCa({"image.test"}, "image");
+    auto image_ca = netd::MintRunCa({"image.test"}, "image");
     ASSERT_TRUE(image_ca) << image_ca.error().ToString();
     image_bundle_ = image_ca->cert_pem;
     ASSERT_EQ(::system(("mkdir -p " + image_.path() + "/etc/ssl/certs").c_str()), 0);
     WriteFile(image_ / "etc/ssl/certs/ca-certificates.crt", image_bundle_);
     image_fd_ = ::open(image_.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    auto corp = MintRunCa({"corp.test"}, "corp");
+    auto corp = netd::MintRunCa({"corp.test"}, "corp");
     ASSERT_TRUE(corp);
     corp_pem_ = corp->cert_pem;
     WriteFile(files_ / "corp.pem", corp_pem_);
@@ -57,7 +57,7 @@ class NetworkTrustTest : public ::testing::Test {
 };
 
 TEST_F(NetworkTrustTest, NothingToDoWithoutInjectOrExtraCas) {
-  auto trust = PrepareNetworkTrust(Allowlist(R"("deny": [])"), image_fd_, "run");
+  auto trust = PrepareNetworkTrust(Allowlist(R"("deny": [])"), image_fd_);
   ASSERT_TRUE(trust) << trust.error().ToString();
   EXPECT_EQ(trust->sandbox_bundle(), "");
   EXPECT_TRUE(trust->sandbox_env().empty());
@@ -66,19 +66,20 @@ TEST_F(NetworkTrustTest, NothingToDoWithoutInjectOrExtraCas) {
 
 TEST_F(NetworkTrustTest, ExtraCasJoinTheImageBundle) {
   auto trust = PrepareNetworkTrust(
-      Allowlist(R"("extra_ca_files": [")" + files_.path() + R"(/corp.pem"])"), image_fd_, "run");
+      Allowlist(R"("extra_ca_files": [")" + files_.path() + R"(/corp.pem"])"), image_fd_);
   ASSERT_TRUE(trust) << trust.error().ToString();
   EXPECT_EQ(trust->sandbox_bundle(), image_bundle_ + corp_pem_);
   EXPECT_EQ(trust->sandbox_env().at("SSL_CERT_FILE"), kSandboxCaBundlePath);
   EXPECT_EQ(trust->sandbox_env().at("PIP_CERT"), kSandboxCaBundlePath);
   EXPECT_EQ(trust->sandbox_env().at("NODE_EXTRA_CA_CERTS"), kSandboxCaBundlePath);
-  EXPECT_EQ(trust->netd_tls_json(), "") << "no inject rule, nothing for sbx-netd";
+  EXPECT_EQ(trust->extra_ca_pems(), std::vector<std::string>{corp_pem_}) << "for sbx-netd to parse";
+  EXPECT_EQ(trust->netd_tls_json(), "") << "no inject rule, no secrets for sbx-netd";
 }
 
-TEST_F(NetworkTrustTest, InjectMintsTheCaAndSendsTheSecretToNetdOnly) {
+TEST_F(NetworkTrustTest, InjectSendsTheSecretToNetdOnlyAndTrustsTheCaNetdMinted) {
   auto allowlist = Allowlist(Inject("env:SBX_TRUST_TEST_KEY") + R"(, "upstream_ca_files": [")" +
                              files_.path() + R"(/corp.pem"])");
-  auto trust = PrepareNetworkTrust(allowlist, image_fd_, "run42");
+  auto trust = PrepareNetworkTrust(allowlist, image_fd_);
   ASSERT_TRUE(trust) << trust.error().ToString();
   auto tls = nlohmann::json::parse(trust->netd_tls_json(), nullptr, false);
   ASSERT_TRUE(tls.is_object()) << "valid JSON";
@@ -88,22 +89,20 @@ TEST_F(NetworkTrustTest, InjectMintsTheCaAndSendsTheSecretToNetdOnly) {
   EXPECT_EQ(placeholder.size(), 7u + 32u);
   EXPECT_EQ(placeholder.rfind("sbx-ph-", 0), 0u);
   EXPECT_EQ(trust->sandbox_env().at("API_KEY"), placeholder);
-  EXPECT_EQ(tls["upstream_ca_pem"], corp_pem_);
-  const std::string ca_cert = tls["ca_cert_pem"];
-  EXPECT_NE(std::string(tls["ca_key_pem"]).find("PRIVATE KEY"), std::string::npos);
-  // The sandbox trusts the image's CAs and the run's CA, and holds neither secret nor key.
-  EXPECT_EQ(trust->sandbox_bundle(), image_bundle_ + ca_cert);
+  EXPECT_EQ(tls["upstream_ca_pem"], std::vector<std::string>{corp_pem_});
+  EXPECT_FALSE(tls.contains("ca_key_pem")) << "the run CA's key never exists in the runner";
+  // The sandbox trusts the image's CAs and, once netd answers, the run's CA; it holds no secret.
+  EXPECT_EQ(trust->sandbox_bundle(), image_bundle_);
+  trust->AddRunCa(corp_pem_);
+  EXPECT_EQ(trust->sandbox_bundle(), image_bundle_ + corp_pem_);
   for (const auto& [name, value] : trust->sandbox_env()) {
     EXPECT_EQ(value.find(kSecret), std::string::npos) << name;
   }
-  // The run's CA vouches for api.test only.
-  PemCertificateAndKey ca{ca_cert, tls["ca_key_pem"]};
-  EXPECT_TRUE(MintLeaf(ca, "api.test"));
 }
 
 TEST_F(NetworkTrustTest, SecretFromAFileLosesItsTrailingNewline) {
   WriteFile(files_ / "key", std::string(kSecret) + "\n", 0600);
-  auto trust = PrepareNetworkTrust(Allowlist(Inject("file:" + files_.path() + "/key")), image_fd_, "r");
+  auto trust = PrepareNetworkTrust(Allowlist(Inject("file:" + files_.path() + "/key")), image_fd_);
   ASSERT_TRUE(trust) << trust.error().ToString();
   auto tls = nlohmann::json::parse(trust->netd_tls_json());
   EXPECT_EQ(tls["secrets"][0]["value"], std::string("Bearer ") + kSecret);
@@ -128,7 +127,7 @@ TEST_F(NetworkTrustTest, UnreadableSecretsRefuseTheRunWithoutShowingThem) {
            {"file:" + files_.path() + "/fifo", "is not a readable regular file"},
            {"file:" + files_.path() + "/missing", "is not a readable regular file"},
        }) {
-    auto trust = PrepareNetworkTrust(Allowlist(Inject(bad.source)), image_fd_, "r");
+    auto trust = PrepareNetworkTrust(Allowlist(Inject(bad.source)), image_fd_);
     ASSERT_FALSE(trust) << bad.source;
     EXPECT_EQ(trust.error().code == ErrorCode::kInvalidInput || trust.error().code == ErrorCode::kIo,
               true);
@@ -140,19 +139,23 @@ TEST_F(NetworkTrustTest, UnreadableSecretsRefuseTheRunWithoutShowingThem) {
 
 TEST_F(NetworkTrustTest, CaFilesMustHoldACertificate) {
   WriteFile(files_ / "not-pem", "hello\n");
-  auto trust = PrepareNetworkTrust(
-      Allowlist(R"("extra_ca_files": [")" + files_.path() + R"(/not-pem"])"), image_fd_, "r");
-  ASSERT_FALSE(trust);
-  EXPECT_NE(trust.error().message.find("network.extra_ca_files[0]: " + files_.path() +
-                                       "/not-pem: no PEM certificate in it"),
-            std::string::npos)
-      << trust.error().message;
+  // A key is PEM, but not a certificate: the usual wrong file.
+  WriteFile(files_ / "key.pem", "-----BEGIN PRIVATE KEY-----\nMIGHAgEA\n-----END PRIVATE KEY-----\n");
+  for (const char* name : {"not-pem", "key.pem"}) {
+    auto trust = PrepareNetworkTrust(
+        Allowlist(R"("extra_ca_files": [")" + files_.path() + "/" + name + R"("])"), image_fd_);
+    ASSERT_FALSE(trust) << name;
+    EXPECT_NE(trust.error().message.find("network.extra_ca_files[0]: " + files_.path() + "/" +
+                                         name + ": no PEM certificate in it"),
+              std::string::npos)
+        << trust.error().message;
+  }
 }
 
 TEST_F(NetworkTrustTest, AnImageWithoutABundleIsRefused) {
   TempDir bare;
   int fd = ::open(bare.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  auto trust = PrepareNetworkTrust(Allowlist(Inject("env:SBX_TRUST_TEST_KEY")), fd, "r");
+  auto trust = PrepareNetworkTrust(Allowlist(Inject("env:SBX_TRUST_TEST_KEY")), fd);
   ::close(fd);
   ASSERT_FALSE(trust);
   EXPECT_NE(trust.error().message.find("install ca-certificates in the image"), std::string::npos)

@@ -1,5 +1,5 @@
 // Mints the run's name-constrained CA and its per-host leaves with OpenSSL 3's libcrypto.
-#include "sandbox/tls_ca.h"
+#include "src/netd/tls_ca.h"
 
 #include <openssl/bio.h>
 #include <openssl/bn.h>
@@ -16,7 +16,7 @@
 
 #include "sandbox/network_rules.h"
 
-namespace sbx {
+namespace sbx::netd {
 namespace {
 
 template <auto Free>
@@ -197,4 +197,4 @@ Result<PemCertificateAndKey> MintLeaf(const PemCertificateAndKey& ca, const std:
   return ToPem(leaf, key->get());
 }
 
-}  // namespace sbx
+}  // namespace sbx::netd

@@ -1,9 +1,10 @@
-// The per-run certificate authority that secret injection needs (network-design §4.6): the
-// runner mints it (the sandbox's trust bundle gets the certificate), sbx-netd gets it over its
-// control socket and mints one leaf per inject host that the sandbox's TLS clients then
-// accept. The CA's X.509 name constraints permit only the inject hosts, so a leaked CA
-// certificate or key cannot vouch for any other name. EC P-256, valid from an hour ago for a
-// day (clock skew between host and sandbox does not matter: they share the kernel's clock).
+// The per-run certificate authority that secret injection needs (network-design §4.6): sbx-netd
+// mints it when the run starts and sends only the certificate to the runner (for the sandbox's
+// trust bundle), so the key never leaves netd; netd then mints one leaf per inject host that
+// the sandbox's TLS clients accept. The CA's X.509 name constraints permit only the inject
+// hosts, so a leaked CA certificate or key cannot vouch for any other name. EC P-256, valid
+// from an hour ago for a day (clock skew between host and sandbox does not matter: they share
+// the kernel's clock).
 #pragma once
 
 #include <string>
@@ -11,11 +12,11 @@
 
 #include "sandbox/error.h"
 
-namespace sbx {
+namespace sbx::netd {
 
 struct PemCertificateAndKey {
   std::string cert_pem;
-  std::string key_pem;  // PKCS#8, unencrypted; callers wipe it (OPENSSL_cleanse) when done
+  std::string key_pem;  // PKCS#8, unencrypted; callers wipe it (WipeString) when done
 };
 
 // CN "sbx run CA <run_id>", basicConstraints critical CA:TRUE pathlen:0, keyUsage critical
@@ -30,4 +31,4 @@ Result<PemCertificateAndKey> MintRunCa(const std::vector<std::string>& hosts,
 // P-256 key, a random serial, the CA's validity window at most.
 Result<PemCertificateAndKey> MintLeaf(const PemCertificateAndKey& ca, const std::string& host);
 
-}  // namespace sbx
+}  // namespace sbx::netd

@@ -1,6 +1,6 @@
 // Unit tests for the run CA and its leaves: what verifies, what the name constraints refuse,
 // the CA's fields, and bad input.
-#include "sandbox/tls_ca.h"
+#include "src/netd/tls_ca.h"
 
 #include <gtest/gtest.h>
 #include <openssl/bio.h>
@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-namespace sbx {
+namespace sbx::netd {
 namespace {
 
 struct X509Free {
@@ -162,4 +162,4 @@ TEST(TlsCa, BadInputIsAnError) {
 }
 
 }  // namespace
-}  // namespace sbx
+}  // namespace sbx::netd
