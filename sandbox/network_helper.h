@@ -64,6 +64,9 @@ class NetworkHelper {
   // Step 1b (inject rules only): the run CA's certificate. A policy netd refuses before it
   // mints the CA (a CA file that does not parse) comes back here as the error.
   Result<std::string> AwaitRunCaCertificate();
+  // Waits for "ready" (step 2) once; an execve failure of the helper, or a policy netd
+  // refuses (a CA file that does not parse), is reported here.
+  Result<void> AwaitReady();
   // Waits for "ready" (step 2) if it has not come yet, then step 3 of the protocol, in
   // batches of kNetdMaxFdsPerMessage; waits for "serving".
   Result<void> SendCaptureSockets(const std::vector<CaptureSocketSpec>& sockets);
@@ -87,8 +90,6 @@ class NetworkHelper {
                                                                    const std::string&,
                                                                    const std::vector<std::string>&);
   NetworkHelper() = default;
-  // Waits for "ready" once; an execve failure of the helper is reported here.
-  Result<void> AwaitReady();
   // execve's error if the helper's execve failed (read from exec_status_), else `otherwise`.
   Error ExecFailureOr(Error otherwise);
   void KillAndReap();

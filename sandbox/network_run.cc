@@ -65,6 +65,13 @@ Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist
     auto ca = run->helper_->AwaitRunCaCertificate();
     if (!ca) return ca.error().Context("network allowlist: sbx-netd (" + binary + ")");
     run->trust_.AddRunCa(*ca);
+  } else if (!allowlist.extra_ca_files.empty()) {
+    // netd parses the CA files as X.509 before "ready" (inject runs: before the certificate
+    // above). A damaged one must refuse the run before its program exists, so such a run
+    // waits for netd here instead of overlapping netd's start with the sandbox's.
+    if (auto ready = run->helper_->AwaitReady(); !ready) {
+      return ready.error().Context("network allowlist: sbx-netd (" + binary + ")");
+    }
   }
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {

@@ -3,7 +3,7 @@
 //   - the sandbox's trust bundle: the image's bundle, then extra_ca_files, then the run's CA,
 //     bound read-only over the image's bundle, with the variables TLS clients read pointing
 //     at it (pip, requests and Node do not all read the system bundle). sbx-netd mints the
-//     run's CA and answers its certificate in "ready" (AddRunCa): the key never exists here;
+//     run's CA and sends its certificate before "ready" (AddRunCa): the key never exists here;
 //   - each secret, read from sbx's environment or a file, and a random placeholder for the
 //     sandbox's environment where the rule asks for one;
 //   - the CA files' texts and the "tls" object of sbx-netd's first control message

@@ -92,9 +92,13 @@ TEST(Cli, BadInputIsRefusedWith125AndCreatesNothing) {
 }
 
 // The runner checks a CA file only for a PEM certificate block; sbx-netd parses it, and a
-// block that is not X.509 still refuses the run, naming the field, the file and the block.
-TEST(Cli, ACaFileThatIsNotX509IsRefusedWith125NamingIt) {
+// block that is not X.509 still refuses the run, naming the field, the file and the block,
+// before the program starts (it would leave a file in the workspace). Without the runner's
+// wait for netd's verdict the program would race netd's refusal and usually lose it (the
+// kill comes first), so a pass here is the contract, not proof of the wait.
+TEST(Cli, ACaFileThatIsNotX509IsRefusedWith125NamingItBeforeTheProgramRuns) {
   ScratchDir dir;
+  ScratchDir workspace;
   const std::string ca = dir.path() + "/corp.pem";
   const std::string policy = dir.path() + "/policy.json";
   {
@@ -103,12 +107,23 @@ TEST(Cli, ACaFileThatIsNotX509IsRefusedWith125NamingIt) {
     std::ofstream(policy) << R"({"network": {"mode": "allowlist", "allow": ["example.test"],
                                              "extra_ca_files": [")" << ca << R"("]}})";
   }
-  HostRun run = Sbx({"run", "--policy", policy, "--", "true"});
+  HostRun run = Sbx({"run", "--policy", policy, "--workspace", workspace.path(), "--",
+                     "/bin/sh", "-c", "echo ran > /workspace/trace"});
   EXPECT_EQ(run.exit_code, 125) << run.output;
   EXPECT_NE(run.output.find("network.extra_ca_files[0]: " + ca +
                             ": certificate 1 of 1 is not valid X.509"),
             std::string::npos)
       << run.output;
+  EXPECT_FALSE(std::filesystem::exists(workspace.path() + "/trace")) << "the program ran";
+
+  // The control: with a valid policy the same program leaves its trace.
+  {
+    std::ofstream(policy) << R"({"network": {"mode": "allowlist", "allow": ["example.test"]}})";
+  }
+  HostRun control = Sbx({"run", "--policy", policy, "--workspace", workspace.path(), "--",
+                         "/bin/sh", "-c", "echo ran > /workspace/trace"});
+  EXPECT_EQ(control.exit_code, 0) << control.output;
+  EXPECT_TRUE(std::filesystem::exists(workspace.path() + "/trace"));
 }
 
 TEST(Cli, OversizedArgumentIsRefusedBeforeAnythingIsCreated) {

@@ -285,7 +285,7 @@ class NetdMitmTest : public ::testing::Test {
 
   // Starts sbx-netd as the runner does, with one inject rule for localhost, and hands it the
   // sandbox's listeners. upstream_ca_pem: what netd trusts besides the host's store. netd
-  // mints the run's CA; its certificate (run_ca_) comes with "ready".
+  // mints the run's CA; its certificate (run_ca_) comes in its own message before "ready".
   void StartNetd(const std::string& upstream_ca_pem) {
     NetworkAllowlist allowlist;
     allowlist.allow = {*ParseNetworkRule("localhost:80,443", "allow")};
