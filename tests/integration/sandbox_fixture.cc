@@ -15,6 +15,7 @@
 #include "sandbox/image.h"
 #include "sandbox/userns.h"
 #include "sandbox/workspace.h"
+#include "sandbox/unique_fd.h"
 
 namespace sbx::testing {
 
@@ -100,8 +101,14 @@ std::vector<int> HostProcessesWith(const std::string& token) {
   while (struct dirent* entry = ::readdir(proc)) {
     int pid = std::atoi(entry->d_name);
     if (pid <= 0 || pid == ::getpid()) continue;
-    std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    // read(2), not an ifstream: a process that exits between readdir and the read makes the
+    // read fail with ESRCH, which libstdc++'s filebuf throws on; such a process is skipped.
+    std::string text;
+    UniqueFd cmdline(::open(("/proc/" + std::to_string(pid) + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!cmdline) continue;
+    char buffer[4096];
+    ssize_t got;
+    while ((got = ::read(cmdline.get(), buffer, sizeof(buffer))) > 0) text.append(buffer, static_cast<size_t>(got));
     std::replace(text.begin(), text.end(), '\0', ' ');  // argv is NUL-separated
     if (text.find(token) != std::string::npos) found.push_back(pid);
   }
