@@ -25,6 +25,9 @@ session's own stdout and stderr after a CELL_MARKER line, so the host can recove
 output from the sandbox's capture when it had to kill the session. The timeout raises KeyboardInterrupt in the
 cell; a cell that survives it is killed by the host together with the whole session.
 A malformed request ends the driver with exit code 3: the host treats that as a lost session.
+The cell's code shares this process and can write to the channel itself, so the host trusts a
+reply only as far as its shape: within a size derived from output_bytes, at most 8 levels deep
+and 2**18 values, figures named as above, and nothing sent before a request was made.
 """
 
 import ast
@@ -44,10 +47,20 @@ import warnings
 
 MAX_FRAME = 256 << 20
 MAX_REPR = 64 << 10
+# Interleaved chunks kept per cell (consecutive chunks of one stream are merged): the runner
+# refuses a reply of more than 2**18 JSON values (session_protocol.h).
+MAX_ORDER_CHUNKS = 65536
 CELL_DIR = "/tmp/.sbx-cells"
 DRIVER_FILE = os.path.abspath(__file__)
 # Written to the session's own stdout and stderr before each cell's mirrored output.
 CELL_MARKER = b"\x1esbx-cell %d\x1e\n"
+
+
+def cut(text):
+    """Head and tail of a text within MAX_REPR: the runner sizes its reply cap on that."""
+    if len(text) <= MAX_REPR:
+        return text
+    return text[:MAX_REPR // 2] + "\n[... cut by sbx ...]\n" + text[-MAX_REPR // 2:]
 
 
 class ProtocolError(Exception):
@@ -148,8 +161,10 @@ class OutputPipes:
             os.write(self.saved[1 if name == "stdout" else 2], data)
         except OSError:
             pass
-        if self.order_bytes + len(data) <= self.order_budget:
-            if self.order and self.order[-1][0] == name:
+        merges = bool(self.order) and self.order[-1][0] == name
+        if (self.order_bytes + len(data) <= self.order_budget
+                and (merges or len(self.order) < MAX_ORDER_CHUNKS)):
+            if merges:
                 self.order[-1][1] += data
             else:
                 self.order.append([name, bytearray(data)])
@@ -287,7 +302,8 @@ class Session:
         except (SyntaxError, ValueError) as e:  # as python3 prints it: no driver frames
             text = "".join(traceback.format_exception_only(type(e), e))
             reply.update(outcome="error", exit_code=1)
-            reply["error"] = {"type": type(e).__name__, "message": str(e), "traceback": text}
+            reply["error"] = {"type": type(e).__name__, "message": cut(str(e)),
+                              "traceback": cut(text)}
             sys.stderr.write(text)
             return
         signal.signal(signal.SIGALRM, on_alarm)
@@ -341,9 +357,8 @@ class Session:
         te.stack = traceback.StackSummary.from_list(
             [f for f in te.stack if f.filename != DRIVER_FILE])
         text = "".join(te.format())
-        if len(text) > MAX_REPR:
-            text = text[:MAX_REPR // 2] + "\n[... cut by sbx ...]\n" + text[-MAX_REPR // 2:]
-        return {"type": type(error).__name__, "message": str(error), "traceback": text}
+        text = cut(text)
+        return {"type": type(error).__name__, "message": cut(str(error)), "traceback": text}
 
     def run_shell(self, cell, language, source, timeout, reply):
         path = self.cell_file(cell, "sh", source)

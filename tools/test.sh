@@ -16,7 +16,8 @@ tools/setup.sh
 step "build"
 tools/build.sh
 step "image (built once, then cached)"
-build/sbx image path >/dev/null 2>&1 || build/sbx image build
+# A no-op when the recipe's image is cached; rebuilds when rootfs/ changed.
+build/sbx image build
 build/sbx image verify
 step "unit tests"
 build/tests/sbx_unit_tests --gtest_brief=1

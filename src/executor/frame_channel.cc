@@ -20,6 +20,9 @@ uint64_t NowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// What a read adds to a payload at a time: memory follows the bytes the peer really sent.
+constexpr size_t kReadChunkBytes = 1 << 20;
+
 uint64_t DeadlineAfter(double seconds) {
   return NowNs() + static_cast<uint64_t>(seconds > 0 ? seconds * 1e9 : 0);
 }
@@ -34,8 +37,8 @@ std::string EncodeFrame(std::string_view payload) {
   return frame;
 }
 
-FrameChannel::FrameChannel(int fd, int abort_fd, size_t max_frame_bytes)
-    : fd_(fd), abort_fd_(abort_fd), max_frame_bytes_(max_frame_bytes) {
+FrameChannel::FrameChannel(int fd, int abort_fd, size_t max_write_bytes, size_t max_read_bytes)
+    : fd_(fd), abort_fd_(abort_fd), max_write_bytes_(max_write_bytes), max_read_bytes_(max_read_bytes) {
   ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
 }
 
@@ -88,9 +91,9 @@ FrameChannel::Status FrameChannel::ReadExact(char* data, size_t size, uint64_t d
 
 FrameChannel::Status FrameChannel::Write(std::string_view payload, double timeout_seconds,
                                          std::string* why) {
-  if (payload.size() > max_frame_bytes_) {
+  if (payload.size() > max_write_bytes_) {
     *why = "a frame of " + std::to_string(payload.size()) + " bytes is over the cap of " +
-           std::to_string(max_frame_bytes_);
+           std::to_string(max_write_bytes_);
     return Status::kMalformed;
   }
   const uint64_t deadline = DeadlineAfter(timeout_seconds);
@@ -124,13 +127,27 @@ FrameChannel::Status FrameChannel::Read(std::string* payload, double timeout_sec
   if (status != Status::kOk) return status;
   size_t size = (size_t{header[0]} << 24) | (size_t{header[1]} << 16) | (size_t{header[2]} << 8) |
                 size_t{header[3]};
-  if (size > max_frame_bytes_) {
+  if (size > max_read_bytes_) {
     *why = "the driver announced a frame of " + std::to_string(size) + " bytes, over the cap of " +
-           std::to_string(max_frame_bytes_);
+           std::to_string(max_read_bytes_);
     return Status::kMalformed;
   }
-  payload->assign(size, '\0');
-  return ReadExact(payload->data(), size, deadline, why);
+  payload->clear();
+  while (payload->size() < size) {
+    const size_t have = payload->size();
+    payload->resize(have + std::min(size - have, kReadChunkBytes));
+    status = ReadExact(payload->data() + have, payload->size() - have, deadline, why);
+    if (status != Status::kOk) {
+      std::string().swap(*payload);
+      return status;
+    }
+  }
+  return Status::kOk;
+}
+
+bool FrameChannel::HasUnreadBytes() const {
+  char byte;
+  return ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
 }
 
 const char* FrameStatusName(FrameChannel::Status status) {

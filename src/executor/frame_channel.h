@@ -27,11 +27,19 @@ class FrameChannel {
     kIoError,
   };
 
-  // `fd` is made non-blocking; neither fd is owned. `abort_fd` may be -1.
-  FrameChannel(int fd, int abort_fd, size_t max_frame_bytes);
+  // `fd` is made non-blocking; neither fd is owned. `abort_fd` may be -1. Frames written may
+  // be up to `max_write_bytes`, frames read up to `max_read_bytes` (a session sends sources
+  // far larger than any reply it may get back).
+  FrameChannel(int fd, int abort_fd, size_t max_write_bytes, size_t max_read_bytes);
+  FrameChannel(int fd, int abort_fd, size_t max_frame_bytes)
+      : FrameChannel(fd, abort_fd, max_frame_bytes, max_frame_bytes) {}
 
   Status Write(std::string_view payload, double timeout_seconds, std::string* why);
+  // The payload grows as its bytes arrive, so an announced length costs nothing until sent.
   Status Read(std::string* payload, double timeout_seconds, std::string* why);
+  // True when the peer has sent bytes nobody asked for yet (between requests: a forged or
+  // queued-ahead reply).
+  bool HasUnreadBytes() const;
 
  private:
   // Waits for `events` on fd_ until the deadline; kOk when ready.
@@ -40,7 +48,8 @@ class FrameChannel {
 
   int fd_;
   int abort_fd_;
-  size_t max_frame_bytes_;
+  size_t max_write_bytes_;
+  size_t max_read_bytes_;
 };
 
 const char* FrameStatusName(FrameChannel::Status status);

@@ -81,7 +81,16 @@ CodeResult PythonSession::Run(const CodeBlock& block) {
                     " bytes, over the limit of " + std::to_string(config_.max_frame_bytes);
     return result;
   }
-  FrameChannel channel(driver_->channel_fd(), driver_->ended_fd(), config_.max_frame_bytes);
+  FrameChannel channel(driver_->channel_fd(), driver_->ended_fd(), config_.max_frame_bytes,
+                       MaxReplyBytes(config_.output_bytes));
+  if (channel.HasUnreadBytes()) {
+    // The driver answers only what it is asked: bytes waiting before a request were written by
+    // the last block's code (a reply forged ahead for this one, say). Nothing of it is read.
+    Lose(result, id, "the session sent data before it was asked (written by the previous block's "
+                     "code, not the driver), so its replies can no longer be trusted; this block was not run",
+         RunStatus::kSignaled);
+    return result;
+  }
   ExecRequest request{id, block.language, config_.exec_timeout_seconds, config_.output_bytes,
                       config_.figures_dir};
   std::string why;

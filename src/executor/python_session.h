@@ -27,7 +27,7 @@ struct SessionConfig {
   double grace_seconds = 2;          // after the timeout, before the sandbox is stopped
   uint64_t output_bytes = 1 << 20;   // per stream
   std::string figures_dir = "output/figures";
-  size_t max_frame_bytes = 256u << 20;  // sources up to this size; replies too
+  size_t max_frame_bytes = 256u << 20;  // sources up to this size (replies: MaxReplyBytes)
 };
 
 class PythonSession {

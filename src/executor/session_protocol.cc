@@ -1,6 +1,10 @@
 // Requests to and replies from the session driver, as JSON; nlohmann exceptions stop here.
 #include "src/executor/session_protocol.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 namespace sbx::executor {
@@ -37,12 +41,63 @@ Result<bool> BoolMember(const json& object, const char* key) {
   return (*member)->get<bool>();
 }
 
-bool IsFigurePath(const std::string& path, const std::string& figures_dir) {
-  if (path.rfind(figures_dir + "/", 0) != 0) return false;
-  std::string name = path.substr(figures_dir.size() + 1);
-  return !name.empty() && name.find('/') == std::string::npos && name != "." && name != ".." &&
-         name.find('\0') == std::string::npos;
+constexpr size_t kMaxReprBytes = 64 << 10;  // session_driver.py's MAX_REPR
+
+// `figures_dir`/cell-<id>-<digits>.png, the only names the driver gives figures.
+bool IsFigurePath(const std::string& path, const std::string& figures_dir, int id) {
+  const std::string prefix = figures_dir + "/cell-" + std::to_string(id) + "-";
+  constexpr std::string_view kSuffix = ".png";
+  if (path.size() <= prefix.size() + kSuffix.size() || path.rfind(prefix, 0) != 0 ||
+      !path.ends_with(kSuffix)) {
+    return false;
+  }
+  const std::string_view number(path.data() + prefix.size(), path.size() - prefix.size() - kSuffix.size());
+  return number.size() <= 9 &&
+         std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
+
+// Walks a reply without building it, refusing one that nests deeper or holds more values than
+// a driver's reply can; only then is the DOM built.
+class ReplyShapeCheck final : public json::json_sax_t {
+ public:
+  bool null() override { return Value(); }
+  bool boolean(bool) override { return Value(); }
+  bool number_integer(json::number_integer_t) override { return Value(); }
+  bool number_unsigned(json::number_unsigned_t) override { return Value(); }
+  bool number_float(json::number_float_t, const json::string_t&) override { return Value(); }
+  bool string(json::string_t&) override { return Value(); }
+  bool binary(json::binary_t&) override { return Value(); }
+  bool key(json::string_t&) override { return Value(); }
+  bool start_object(std::size_t) override { return Open(); }
+  bool start_array(std::size_t) override { return Open(); }
+  bool end_object() override { return Close(); }
+  bool end_array() override { return Close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    why = "not valid JSON";
+    return false;
+  }
+  std::string why;
+
+ private:
+  bool Value() {
+    if (++values_ <= kMaxReplyValues) return true;
+    why = "more than " + std::to_string(kMaxReplyValues) + " JSON values";
+    return false;
+  }
+  bool Open() {
+    if (++depth_ > kMaxReplyDepth) {
+      why = "nested deeper than " + std::to_string(kMaxReplyDepth) + " levels";
+      return false;
+    }
+    return Value();
+  }
+  bool Close() {
+    --depth_;
+    return true;
+  }
+  int depth_ = 0;
+  size_t values_ = 0;
+};
 
 Result<void> FillFromReply(const json& reply, int expected_id, const std::string& figures_dir,
                            CodeResult& result) {
@@ -107,9 +162,13 @@ Result<void> FillFromReply(const json& reply, int expected_id, const std::string
   }
   auto figures = Member(reply, "figures", [](const json& j) { return j.is_array(); }, "an array");
   if (!figures) return figures.error();
+  if ((*figures)->size() > kMaxReplyFigures) {
+    return BadReply("more than " + std::to_string(kMaxReplyFigures) + " figures");
+  }
   for (const json& figure : **figures) {
-    if (!figure.is_string() || !IsFigurePath(figure.get<std::string>(), figures_dir)) {
-      return BadReply("a figure path is not a file name under " + figures_dir + "/");
+    if (!figure.is_string() || !IsFigurePath(figure.get<std::string>(), figures_dir, expected_id)) {
+      return BadReply("a figure path is not " + figures_dir + "/cell-" + std::to_string(expected_id) +
+                      "-<n>.png");
     }
     result.images.push_back(figure.get<std::string>());
   }
@@ -142,8 +201,15 @@ Result<void> ParseReady(const std::string& text) {
   return {};
 }
 
+size_t MaxReplyBytes(uint64_t output_bytes) {
+  const uint64_t text = 4 * output_bytes + 3 * kMaxReprBytes;
+  return static_cast<size_t>(std::min<uint64_t>(6 * text + (1 << 20), UINT32_MAX));
+}
+
 Result<void> ParseExecReply(const std::string& text, int expected_id, const std::string& figures_dir,
                             CodeResult& result) {
+  ReplyShapeCheck shape;
+  if (!json::sax_parse(text, &shape)) return BadReply(shape.why.empty() ? "not valid JSON" : shape.why);
   json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return BadReply("not valid JSON");
   try {

@@ -26,8 +26,22 @@ std::string CloseRequestJson();
 // Checks the driver's first frame: {"op": "ready", ...}.
 Result<void> ParseReady(const std::string& json);
 
+// The largest reply a driver that keeps to `output_bytes` per stream can send: both streams,
+// their interleaving (within twice the budget), a value repr, an error message and a
+// traceback (64 KiB each, cut by the driver), all JSON-escaped (at most 6 bytes per byte),
+// and room for the rest. A session whose reply is larger is lost, whatever it announces.
+size_t MaxReplyBytes(uint64_t output_bytes);
+
+// A reply nests at most this deep and holds at most this many JSON values (the driver merges
+// its interleaved chunks and keeps at most 65,536 of them): the DOM a reply builds in the
+// runner stays near the reply's own size, never the ~40x a frame of nested brackets costs.
+inline constexpr int kMaxReplyDepth = 8;
+inline constexpr size_t kMaxReplyValues = size_t{1} << 18;
+inline constexpr size_t kMaxReplyFigures = 1024;
+
 // Fills `result` (output, value, error, exit code, figures, cpu time) from a reply to request
-// `expected_id`. Figure paths must be relative workspace paths under `figures_dir`.
+// `expected_id`. Figures must be `figures_dir`/cell-<expected_id>-<n>.png, as the driver names
+// them (no other name, so no control character, reaches a result or the model).
 Result<void> ParseExecReply(const std::string& json, int expected_id,
                             const std::string& figures_dir, CodeResult& result);
 

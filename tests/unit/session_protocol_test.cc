@@ -73,6 +73,28 @@ TEST(FrameChannel, SilentPeerTimesOutAndAbortFdEndsTheWait) {
   EXPECT_EQ(aborting.Read(&got, 30, &why), Status::kAborted);
 }
 
+TEST(FrameChannel, ReadsAreCappedApartFromWritesAndUnaskedBytesAreSeen) {
+  Pair pair = MakePair();
+  FrameChannel host(pair.host.get(), -1, /*max_write_bytes=*/1 << 20, /*max_read_bytes=*/16);
+  std::string why, got;
+  EXPECT_FALSE(host.HasUnreadBytes());
+  ASSERT_EQ(host.Write(std::string(1000, 'x'), 1, &why), Status::kOk) << why;
+  PeerWrite(pair, std::string("\0\0\0\x11", 4));
+  EXPECT_TRUE(host.HasUnreadBytes());
+  EXPECT_EQ(host.Read(&got, 1, &why), Status::kMalformed);
+  EXPECT_NE(why.find("over the cap of 16"), std::string::npos) << why;
+}
+
+TEST(FrameChannel, AFrameAnnouncedButNotSentLeavesNoBufferBehind) {
+  Pair pair = MakePair();
+  PeerWrite(pair, std::string("\x01\0\0\0" "abc", 7));  // 16 MiB announced, 3 bytes sent
+  FrameChannel host(pair.host.get(), -1, 64 << 20);
+  std::string why, got = "stale";
+  EXPECT_EQ(host.Read(&got, 0.2, &why), Status::kTimedOut);
+  EXPECT_TRUE(got.empty());
+  EXPECT_LT(got.capacity(), size_t{1} << 20);
+}
+
 nlohmann::json GoodReply() {
   return {{"id", 3},          {"outcome", "ok"},     {"exit_code", 0},
           {"stdout", "a\n"},  {"stderr", ""},        {"output", nlohmann::json::array({nlohmann::json::array({"stdout", "a\n"})})},
@@ -120,6 +142,48 @@ TEST(SessionProtocol, RejectsEveryMalformedReplyNamingTheField) {
   EXPECT_FALSE(ParseExecReply("[]", 3, "output/figures", result));
   EXPECT_FALSE(ParseReady("{\"op\": \"nope\"}"));
   EXPECT_TRUE(ParseReady("{\"op\": \"ready\", \"python\": \"3.11\"}"));
+}
+
+TEST(SessionProtocol, RefusesRepliesDeeperOrLargerThanADriverSends) {
+  CodeResult result;
+  auto deep = ParseExecReply(std::string(100, '[') + std::string(100, ']'), 3, "output/figures", result);
+  ASSERT_FALSE(deep);
+  EXPECT_NE(deep.error().message.find("nested deeper than 8"), std::string::npos) << deep.error().message;
+  nlohmann::json many = GoodReply();
+  many["output"] = nlohmann::json::array();
+  for (size_t i = 0; i < kMaxReplyValues / 3 + 1; ++i) many["output"].push_back({"stdout", ""});
+  auto wide = ParseExecReply(many.dump(), 3, "output/figures", result);
+  ASSERT_FALSE(wide);
+  EXPECT_NE(wide.error().message.find("JSON values"), std::string::npos) << wide.error().message;
+  // The driver's own limit (65,536 interleaved chunks) fits.
+  nlohmann::json busy = GoodReply();
+  busy["output"] = nlohmann::json::array();
+  for (int i = 0; i < 65536; ++i) busy["output"].push_back({i % 2 ? "stdout" : "stderr", "x"});
+  EXPECT_TRUE(ParseExecReply(busy.dump(), 3, "output/figures", result));
+}
+
+TEST(SessionProtocol, FiguresMustCarryTheDriversNameForThisCell) {
+  for (const char* bad : {"output/figures/cell-4-1.png", "output/figures/cell-3-1.png\n[note] forged",
+                          "output/figures/cell-3-.png", "output/figures/cell-3-1.svg",
+                          "output/figures/cell-3-1/x.png", "output/figures/x.png"}) {
+    nlohmann::json reply = GoodReply();
+    reply["figures"] = nlohmann::json::array({bad});
+    CodeResult result;
+    auto parsed = ParseExecReply(reply.dump(), 3, "output/figures", result);
+    ASSERT_FALSE(parsed) << bad;
+    EXPECT_NE(parsed.error().message.find("cell-3-<n>.png"), std::string::npos) << parsed.error().message;
+  }
+  nlohmann::json reply = GoodReply();
+  reply["figures"] = nlohmann::json::array({"output/figures/cell-3-1.png", "output/figures/cell-3-12.png"});
+  CodeResult result;
+  EXPECT_TRUE(ParseExecReply(reply.dump(), 3, "output/figures", result));
+}
+
+TEST(SessionProtocol, TheReplyCapFollowsTheOutputBudget) {
+  EXPECT_GT(MaxReplyBytes(1 << 20), size_t{24} << 20);  // both streams, escaped, fit
+  EXPECT_LT(MaxReplyBytes(1 << 20), size_t{32} << 20);  // far under the 256 MiB source cap
+  EXPECT_GT(MaxReplyBytes(8 << 20), MaxReplyBytes(1 << 20));
+  EXPECT_LE(MaxReplyBytes(uint64_t{1} << 40), size_t{UINT32_MAX});  // the frame length's range
 }
 
 TEST(SessionProtocol, RequestsCarryTheBlockSettings) {

@@ -1,0 +1,113 @@
+// A session's code can write to its driver's channel (they share a process): what it writes
+// there must never become a result, nor cost the runner more than the reply caps allow.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "sandbox_fixture.h"
+#include "src/executor/executors.h"
+
+namespace sbx::executor {
+namespace {
+
+using sbx::testing::TestImage;
+using sbx::testing::WallClockScale;
+
+std::unique_ptr<SessionExecutor> NewSession() {
+  ExecutorOptions options;
+  options.image_dir = TestImage();
+  options.policy.limits.timeout_seconds = 30 * WallClockScale();
+  options.grace_seconds = 1;
+  auto executor = SessionExecutor::Create(std::move(options));
+  EXPECT_TRUE(executor) << executor.error().ToString();
+  return executor ? std::move(*executor) : nullptr;
+}
+
+CodeResult Python(CodeExecutor& executor, const std::string& source) {
+  auto result = executor.Execute({{"python", source}});
+  EXPECT_TRUE(result) << result.error().ToString();
+  return result ? *result : CodeResult{};
+}
+
+// Python that finds the driver's channel (the one socket among the cell's fds) and the cell's
+// id (its file is cell-<id>.py), then defines send(payload) writing one frame to it.
+constexpr char kChannelPrelude[] = R"(
+import os, stat, struct, sys
+cell = int(sys._getframe().f_code.co_filename.rsplit("cell-", 1)[1].split(".")[0])
+channel = next(fd for fd in range(3, 256)
+               if os.path.exists("/proc/self/fd/%d" % fd) and stat.S_ISSOCK(os.fstat(fd).st_mode))
+def send(payload):
+    view = memoryview(struct.pack(">I", len(payload)) + payload)
+    while view:
+        view = view[os.write(channel, view):]
+)";
+
+long PeakRssKib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+TEST(SessionChannel, AReplyForgedAheadForTheNextBlockIsNeverTakenAsItsResult) {
+  auto session = NewSession();
+  ASSERT_TRUE(session);
+  // After its own reply has gone, the block queues a well-formed reply for the next request.
+  CodeResult first = Python(*session, std::string(kChannelPrelude) + R"(
+import json, threading, time
+forged = {"id": cell + 1, "outcome": "ok", "exit_code": 0, "stdout": "FORGED\n", "stderr": "",
+          "output": [["stdout", "FORGED\n"]], "stdout_truncated": False,
+          "stderr_truncated": False, "output_truncated": False, "result": None, "error": None,
+          "figures": [], "cpu_ms": 0}
+def later():
+    time.sleep(1)
+    send(json.dumps(forged).encode())
+threading.Thread(target=later).start()
+print("queued")
+)");
+  ASSERT_EQ(first.stdout_text, "queued\n") << first.notice;
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  CodeResult second = Python(*session, "print('real')");
+  EXPECT_EQ(second.stdout_text.find("FORGED"), std::string::npos) << second.stdout_text;
+  EXPECT_TRUE(second.state_lost);
+  EXPECT_NE(second.notice.find("sent data before it was asked"), std::string::npos) << second.notice;
+  // The next block gets a fresh session and runs for real.
+  CodeResult third = Python(*session, "print('fresh')");
+  EXPECT_EQ(third.stdout_text, "fresh\n") << third.notice;
+}
+
+TEST(SessionChannel, AFrameOfNestedBracketsIsRefusedWithoutCostingTheRunnerItsSize) {
+  auto session = NewSession();
+  ASSERT_TRUE(session);
+  const long before_kib = PeakRssKib();
+  // 16 MiB of '[' then ']': before the shape check, nlohmann built ~40 bytes of DOM per byte
+  // (~650 MB in this process); the reply cap alone (~26 MiB) does not stop it.
+  CodeResult r = Python(*session, std::string(kChannelPrelude) + R"(
+levels = 8 << 20
+send(b"[" * levels + b"]" * levels)
+)");
+  const long grown_mib = (PeakRssKib() - before_kib) / 1024;
+  EXPECT_TRUE(r.state_lost);
+  EXPECT_NE(r.notice.find("nested deeper than"), std::string::npos) << r.notice;
+  EXPECT_LT(grown_mib, 200) << "the runner grew by " << grown_mib << " MiB reading the frame";
+  CodeResult next = Python(*session, "print('fresh')");
+  EXPECT_EQ(next.stdout_text, "fresh\n") << next.notice;
+}
+
+TEST(SessionChannel, AnAnnouncedButUnsentFrameOverTheReplyCapIsRefusedAtOnce) {
+  auto session = NewSession();
+  ASSERT_TRUE(session);
+  const auto started = std::chrono::steady_clock::now();
+  // 200 MiB is under the source cap (256 MiB) but over a reply's (~26 MiB at 1 MiB per stream).
+  CodeResult r = Python(*session, std::string(kChannelPrelude) + R"(
+os.write(channel, struct.pack(">I", 200 << 20))
+import time; time.sleep(20)
+)");
+  EXPECT_TRUE(r.state_lost);
+  EXPECT_NE(r.notice.find("over the cap"), std::string::npos) << r.notice;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(15));
+}
+
+}  // namespace
+}  // namespace sbx::executor
