@@ -37,9 +37,17 @@ int OpenDirForRemoval(int parent, const char* name) {
 
 enum class Scan { kEmpty, kDescended, kStuck };
 
+// A directory entered on the way down: its name, and the identity of the directory it was
+// entered from, which its ".." must still be on the way back up.
+struct Level {
+  std::string name;
+  dev_t parent_dev = 0;
+  ino_t parent_ino = 0;
+};
+
 // One pass over `*dir`: unlinks what is not a directory; enters the first subdirectory
-// (replacing *dir, pushing its name). Symlinks are unlinked, never followed.
-Scan ScanAndRemove(int* dir, std::vector<std::string>& names, int* last_errno) {
+// (replacing *dir, pushing it). Symlinks are unlinked, never followed.
+Scan ScanAndRemove(int* dir, std::vector<Level>& levels, int* last_errno) {
   DIR* stream = ::fdopendir(::dup(*dir));
   if (stream == nullptr) {
     *last_errno = errno;
@@ -62,6 +70,11 @@ Scan ScanAndRemove(int* dir, std::vector<std::string>& names, int* last_errno) {
   }
   ::closedir(stream);
   if (!subdir.empty()) {
+    struct stat here {};
+    if (::fstat(*dir, &here) != 0) {
+      *last_errno = errno;
+      return Scan::kStuck;
+    }
     int child = OpenDirForRemoval(*dir, subdir.c_str());
     if (child < 0) {
       *last_errno = errno;
@@ -69,7 +82,7 @@ Scan ScanAndRemove(int* dir, std::vector<std::string>& names, int* last_errno) {
     }
     ::close(*dir);
     *dir = child;
-    names.push_back(subdir);
+    levels.push_back({subdir, here.st_dev, here.st_ino});
     return Scan::kDescended;
   }
   if (left_behind) return progress ? Scan::kDescended : Scan::kStuck;  // rescan, or give up
@@ -83,31 +96,41 @@ Result<void> RemoveTreeAt(int parent_fd, const char* name) {
   if (errno != EISDIR && errno != EPERM) return SysError(ErrorCode::kIo, std::string("unlink ") + name);
   int dir = OpenDirForRemoval(parent_fd, name);
   if (dir < 0) return SysError(ErrorCode::kIo, std::string("open ") + name);
-  std::vector<std::string> names = {name};
+  std::vector<Level> levels = {{name}};
   int last_errno = 0;
   for (;;) {
-    Scan scan = ScanAndRemove(&dir, names, &last_errno);
+    Scan scan = ScanAndRemove(&dir, levels, &last_errno);
     if (scan == Scan::kDescended) continue;
     if (scan == Scan::kStuck) {
       ::close(dir);
-      return SysError(ErrorCode::kIo, "remove " + names.back(), last_errno);
+      return SysError(ErrorCode::kIo, "remove " + levels.back().name, last_errno);
     }
-    if (names.size() == 1) {
+    if (levels.size() == 1) {
       ::close(dir);
       if (::unlinkat(parent_fd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
         return SysError(ErrorCode::kIo, std::string("rmdir ") + name);
       return Ok{};
     }
-    // ".." of a real directory (never a symlink) is its parent: the tree is dead, nothing moves.
+    // ".." is the directory this one was entered from unless something still running moved
+    // it (rename of an ancestor): then ".." may lie above the tree, even above the root of the
+    // removal, and everything there would be emptied. Checked, never assumed.
     int up = ::openat(dir, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     ::close(dir);
     if (up < 0) return SysError(ErrorCode::kIo, "open ..");
-    if (::unlinkat(up, names.back().c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+    struct stat parent {};
+    if (::fstat(up, &parent) != 0 || parent.st_dev != levels.back().parent_dev ||
+        parent.st_ino != levels.back().parent_ino) {
+      ::close(up);
+      return MakeError(ErrorCode::kIo, "remove " + std::string(name) + ": directory " + levels.back().name +
+                                           " was moved during the removal (is something still writing "
+                                           "there?); stopped without going further up");
+    }
+    if (::unlinkat(up, levels.back().name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
       int err = errno;
       ::close(up);
-      return SysError(ErrorCode::kIo, "rmdir " + names.back(), err);
+      return SysError(ErrorCode::kIo, "rmdir " + levels.back().name, err);
     }
-    names.pop_back();
+    levels.pop_back();
     dir = up;
   }
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 
@@ -147,7 +148,13 @@ void PooledDriver::Stop() {
     ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
     killed_ = true;
   }
-  (void)WaitReadable(pidfd_.get(), 10'000);
+  // Until it is gone, however long an uninterruptible sleep delays its death: what callers do
+  // next (copy-out, removing the workspace) assumes nothing of the session can still run, as
+  // the cold path (which waits for its sandbox's init) does.
+  while (!WaitReadable(pidfd_.get(), 10'000)) {
+    std::fprintf(stderr, "sbx: pooled session (host pid %d) has not died 10 s after SIGKILL; still "
+                         "waiting for it (a process in uninterruptible sleep?)\n", static_cast<int>(host_pid_));
+  }
 }
 
 Result<void> PooledDriver::PlaceInCgroup() {

@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace sbx {
 namespace {
@@ -46,6 +49,66 @@ TEST(RemoveTree, RemovesDeepTreesAndLockedDirectories) {
   ASSERT_EQ(::mkdir((tree + "/locked").c_str(), 0000), 0);
   ASSERT_TRUE(RemoveTree(tree));
   EXPECT_NE(::access(tree.c_str(), F_OK), 0);
+}
+
+// A process still running in a workspace (a pooled session stuck in uninterruptible sleep past
+// its SIGKILL, say) renames a deep directory up while the removal is inside it. Trusting ".."
+// on the way back up would climb out of the tree and empty the directories above it.
+TEST(RemoveTree, ADirectoryMovedUpDuringTheRemovalNeverTakesItAboveTheTree) {
+  // A removal that trusted ".." climbs at most as many levels as it went down (27 here): the
+  // tree sits 32 levels below its scratch dir, so even that failure stays inside the scratch.
+  const std::string scratch = MakeTempDir();
+  std::string outer = scratch;
+  for (int level = 0; level < 32; ++level) {
+    outer += "/g";
+    ASSERT_EQ(::mkdir(outer.c_str(), 0755), 0);
+  }
+  const std::string tree = outer + "/ws";
+  ASSERT_EQ(::mkdir(tree.c_str(), 0755), 0);
+  ASSERT_EQ(::close(::open((outer + "/victim").c_str(), O_CREAT | O_WRONLY, 0644)), 0);
+  int moved_races = 0;
+  for (int attempt = 0; attempt < 40 && moved_races < 3; ++attempt) {
+    std::string deep = tree;
+    for (char c = 'a'; c <= 'y'; ++c) {
+      deep += std::string("/") + c;
+      ::mkdir(deep.c_str(), 0755);
+    }
+    const std::string z = deep + "/z";
+    ASSERT_EQ(::mkdir(z.c_str(), 0755), 0);
+    constexpr int kFiles = 3000;
+    for (int i = 0; i < kFiles; ++i) {
+      ASSERT_EQ(::close(::open((z + "/f" + std::to_string(i)).c_str(), O_CREAT | O_WRONLY, 0644)), 0);
+    }
+    // As soon as the removal has unlinked files in z, z moves to the top of the tree.
+    std::atomic<bool> renamed{false};
+    std::thread mover([&] {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (std::chrono::steady_clock::now() < until) {
+        int gone = 0;
+        for (int i = 0; i < kFiles; i += kFiles / 30) gone += ::access((z + "/f" + std::to_string(i)).c_str(), F_OK) != 0;
+        if (gone > 0 && gone < 30) {
+          renamed = ::rename(z.c_str(), (tree + "/zz").c_str()) == 0;
+          return;
+        }
+        if (gone == 30) return;
+      }
+    });
+    auto removed = RemoveTree(tree);
+    mover.join();
+    ASSERT_EQ(::access((outer + "/victim").c_str(), F_OK), 0)
+        << "the removal of " << tree << " climbed above it (attempt " << attempt << ")";
+    if (!removed) {
+      EXPECT_NE(removed.error().message.find("was moved during the removal"), std::string::npos)
+          << removed.error().ToString();
+      moved_races += renamed ? 1 : 0;
+    }
+    if (::access(tree.c_str(), F_OK) != 0) {
+      ASSERT_EQ(::mkdir(tree.c_str(), 0755), 0);
+    }
+  }
+  // The race was really run, not just the straight path.
+  EXPECT_GT(moved_races, 0);
+  ASSERT_TRUE(RemoveTree(scratch));
 }
 
 TEST(OpenWorkspace, RejectsHostilePaths) {
