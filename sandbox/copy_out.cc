@@ -188,6 +188,13 @@ class Copier {
   }
 
   Result<void> WriteDestination(const std::string& path, int in_fd, uint64_t size, mode_t mode) {
+    for (const std::string& reserved : budgets_.reserved) {
+      if (::fnmatch(reserved.c_str(), path.c_str(), FNM_PATHNAME) == 0) {
+        return MakeError(ErrorCode::kInvalidInput,
+                         "the destination " + EscapeForMessage(path) + " is the run's own record (" +
+                             reserved + "), never replaced by an output; rename the output");
+      }
+    }
     auto components = SplitRelativePath(path);
     if (!components) return components.error();
     auto parent = OpenParentBeneath(dest_fd_, *components, true, std::nullopt, nullptr);

@@ -18,7 +18,8 @@
 // directories are created 0755 beneath it without following symlinks (a symlink planted in
 // the destination tree makes that file a destination_error). Each file is written to a fresh
 // O_CREAT | O_EXCL | O_NOFOLLOW temporary name in its directory and renamed over the final
-// name, so an existing destination file or symlink is replaced, never written through. Modes
+// name, so an existing destination file or symlink is replaced, never written through (unless
+// its path is one of budgets.reserved: then it is left as it is). Modes
 // are 0644, or 0755 when the source had an execute bit; no owner, xattrs or times are copied.
 #pragma once
 
@@ -37,6 +38,10 @@ struct CopyOutBudgets {
   size_t max_depth = 64;            // components of a relative path (64 at most)
   size_t max_glob_matches = 1'000;  // per pattern
   size_t max_visits = 100'000;      // directory entries examined, in total
+  // Destination paths (fnmatch patterns, relative to host_dest_dir, `/` matched only by `/`)
+  // that are never replaced: the caller's own records when outputs land beside them (the
+  // agent's transcript.jsonl and network-*.jsonl). A file copied there is a destination_error.
+  std::vector<std::string> reserved;
 };
 
 enum class CopyStatus {

@@ -205,8 +205,12 @@ int RunAgentCommand(int argc, char** argv) {
   if (auto opened = agent::Transcript::Open(transcript, transcript_path); !opened) return Refuse(opened.error().ToString());
 
   agent::ToolRunner tools(**session, **approver, 16 * 1024);
+  // Outputs land beside the run's own records: an output named like one (the sandbox wrote a
+  // transcript.jsonl, say) must not replace the record of what really happened.
+  std::vector<std::string> records = {"network-*.jsonl"};
+  if (flags.transcript.empty()) records.push_back("transcript.jsonl");
   agent::AgentSession agent_session{tools, [&](const std::vector<std::string>& requests, const std::string& dir) {
-                                      return (*session)->CopyOutputs(requests, dir);
+                                      return (*session)->CopyOutputs(requests, dir, records);
                                     }};
   agent::AgentConfig config;
   config.model = model_name;

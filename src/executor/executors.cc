@@ -1,6 +1,7 @@
 // SessionExecutor, LocalExecutor and SandboxExecutor: workspaces, sessions and results.
 #include "src/executor/executors.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -187,9 +188,16 @@ void SessionExecutor::Close() {
 }
 
 Result<CopyOutResult> SessionExecutor::CopyOutputs(const std::vector<std::string>& requests,
-                                                   const std::string& host_dir) {
+                                                   const std::string& host_dir,
+                                                   const std::vector<std::string>& reserved) {
   Close();  // copy-out only once every process of the sandbox is dead
-  return CopyOut(workspace_.path, requests, host_dir);
+  CopyOutBudgets budgets;
+  budgets.reserved = reserved;
+  // The workspace by the fd held since it was opened, not its path again: a parent directory
+  // swapped meanwhile cannot redirect the reads.
+  UniqueFd dest(::open(host_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dest) return SysError(ErrorCode::kInvalidInput, "open destination " + host_dir);
+  return CopyOutAt(workspace_.fd.get(), requests, dest.get(), budgets);
 }
 
 Result<ArchiveReport> SessionExecutor::PersistWorkspace(const std::string& archive_path) {

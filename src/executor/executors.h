@@ -61,7 +61,9 @@ class SessionExecutor : public CodeExecutor {
 
   // End the session (its processes are all dead when these run), then copy declared outputs
   // to `host_dir` / write the workspace as a tar. The next Execute starts a fresh session.
-  Result<CopyOutResult> CopyOutputs(const std::vector<std::string>& requests, const std::string& host_dir);
+  // `reserved`: paths under host_dir never replaced (CopyOutBudgets::reserved).
+  Result<CopyOutResult> CopyOutputs(const std::vector<std::string>& requests, const std::string& host_dir,
+                                    const std::vector<std::string>& reserved = {});
   Result<ArchiveReport> PersistWorkspace(const std::string& archive_path);
   // Ends the session; nothing is left running. Idempotent.
   void Close();

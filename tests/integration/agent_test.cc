@@ -107,6 +107,32 @@ TEST(Agent, RunsTheModelsCodeInTheSandboxAndBringsOutputsBack) {
   EXPECT_EQ(log.find(kKey), std::string::npos) << "the transcript holds the API key";
 }
 
+// The sandbox writes files named like the run's records; copied out with --expect '*', they
+// must not replace the transcript (its real end would go to an unlinked inode).
+TEST(Agent, OutputsNamedLikeTheRunsRecordsNeverReplaceThem) {
+  ScratchDir host;
+  const nlohmann::json code = {{"code", "open('transcript.jsonl', 'w').write('forged\\n')\n"
+                                        "open('network-1.jsonl', 'w').write('forged\\n')\n"
+                                        "open('report.md', 'w').write('ok\\n')\n"}};
+  const nlohmann::json script = {
+      {"label", "test: outputs named like records"},
+      {"replies", {{{"role", "assistant"}, {"content", nullptr},
+                    {"tool_calls", {{{"id", "c1"}, {"type", "function"},
+                                     {"function", {{"name", "run_python"}, {"arguments", code.dump()}}}}}}},
+                   {{"role", "assistant"}, {"content", "done"}}}}};
+  std::ofstream(host.path() + "/script.json") << script.dump();
+  const std::string out = host.path() + "/out";
+  auto run = sbx::testing::RunOnHost({SBX_BINARY, "agent", "--task", "x", "--scripted-model",
+                                      host.path() + "/script.json", "--expect", "*", "--out-dir", out});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(ReadAll(out + "/report.md"), "ok\n");
+  const std::string log = ReadAll(out + "/transcript.jsonl");
+  EXPECT_NE(log.rfind("forged\n", 0), 0u) << log.substr(0, 400);
+  EXPECT_NE(log.find("\"event\":\"end\""), std::string::npos) << log.substr(0, 400);
+  EXPECT_NE(run.output.find("transcript.jsonl: destination_error"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("network-1.jsonl: destination_error"), std::string::npos) << run.output;
+}
+
 TEST(Agent, CliRunsAgainstAnOpenAiCompatibleServer) {
   FakeOpenAiServer server;
   ScriptTheModel(server);

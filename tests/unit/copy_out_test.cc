@@ -200,6 +200,33 @@ TEST(CopyOutTest, NeverWritesThroughSymlinksPlantedInTheDestination) {
   EXPECT_EQ(ReadFile(dest / "a.txt"), "new");
 }
 
+TEST(CopyOutTest, ReservedDestinationsAreNeverReplaced) {
+  TempDir workspace, dest;
+  WriteFile(workspace / "transcript.jsonl", "forged\n");
+  WriteFile(workspace / "network-1.jsonl", "forged\n");
+  WriteFile(workspace / "report.md", "fine\n");
+  MakeDir(workspace / "sub");
+  WriteFile(workspace / "sub/network-1.jsonl", "fine\n");  // only the top-level name is reserved
+  WriteFile(dest / "transcript.jsonl", "real\n");
+  WriteFile(dest / "network-1.jsonl", "real\n");
+  CopyOutBudgets budgets;
+  budgets.reserved = {"transcript.jsonl", "network-*.jsonl"};
+  auto result = CopyOut(workspace.path(), {"*", "sub"}, dest.path(), budgets);
+  ASSERT_TRUE(result) << result.error().ToString();
+  auto by_path = ByPath(*result);
+  for (const char* record : {"transcript.jsonl", "network-1.jsonl"}) {
+    EXPECT_EQ(by_path[record].status, CopyStatus::kDestinationError) << record;
+    EXPECT_NE(by_path[record].detail.find("the run's own record"), std::string::npos) << by_path[record].detail;
+    EXPECT_EQ(ReadFile(dest / record), "real\n") << record;
+  }
+  EXPECT_EQ(ReadFile(dest / "report.md"), "fine\n");
+  EXPECT_EQ(ReadFile(dest / "sub/network-1.jsonl"), "fine\n");
+  // Without the reservation the same copy replaces them (what the agent's out-dir suffered).
+  auto unreserved = CopyOut(workspace.path(), {"transcript.jsonl"}, dest.path());
+  ASSERT_TRUE(unreserved);
+  EXPECT_EQ(ReadFile(dest / "transcript.jsonl"), "forged\n");
+}
+
 TEST(CopyOutTest, OverlappingRequestsCopyEachFileOnce) {
   TempDir workspace, dest;
   MakeDir(workspace / "out");
