@@ -178,6 +178,7 @@ namespace {
 Result<bool> WalkDir(int dir_fd, const std::string& prefix, size_t depth, dev_t root_dev,
                      size_t* visits_left, const std::function<WalkAction(const WalkItem&)>& visit) {
   std::vector<std::string> names;
+  bool budget_spent = false;
   {
     int list_fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (list_fd < 0) return SysError(ErrorCode::kIo, "open directory " + prefix);
@@ -186,18 +187,23 @@ Result<bool> WalkDir(int dir_fd, const std::string& prefix, size_t depth, dev_t 
       ::close(list_fd);
       return SysError(ErrorCode::kIo, "fdopendir " + prefix);
     }
-    // Never read more names than the budget allows: a directory of 10^6 entries costs no more.
+    // A name is charged to the budget when it is read, not when it is visited: the lists held
+    // by every level of the descent together never exceed the budget (charged on visit, each
+    // level could hold a whole budget of names, and a deep tree of wide directories cost the
+    // walker depth times that), and a directory of 10^6 entries costs no more.
     while (struct dirent* entry = ::readdir(dir)) {
       if (std::strcmp(entry->d_name, ".") == 0 || std::strcmp(entry->d_name, "..") == 0) continue;
-      if (names.size() > *visits_left) break;
+      if (*visits_left == 0) {
+        budget_spent = true;
+        break;
+      }
+      --*visits_left;
       names.emplace_back(entry->d_name);
     }
     ::closedir(dir);
   }
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
-    if (*visits_left == 0) return false;
-    --*visits_left;
     struct stat st {};
     if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       if (errno == ENOENT) continue;
@@ -213,7 +219,7 @@ Result<bool> WalkDir(int dir_fd, const std::string& prefix, size_t depth, dev_t 
     auto more = WalkDir(child.get(), path + "/", depth + 1, root_dev, visits_left, visit);
     if (!more || !*more) return more;
   }
-  return true;
+  return !budget_spent;
 }
 
 }  // namespace
