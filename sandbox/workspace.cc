@@ -165,7 +165,13 @@ void RemoveStaleWorkspaces(const std::string& base) {
       stale.emplace_back(entry->d_name);
   }
   ::closedir(dir);
-  for (const auto& name : stale) (void)RemoveTree(base + "/" + name);
+  for (const auto& name : stale) {
+    // A pid is only a hint: a runner in another pid namespace that shares this directory has
+    // pids that mean nothing here. Its workspace is locked for as long as it is in use.
+    UniqueFd lock(::open((base + "/" + name).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!lock || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    (void)RemoveTree(base + "/" + name);
+  }
 }
 
 }  // namespace
@@ -249,6 +255,13 @@ Result<Workspace> CreateTemporaryWorkspace(uid_t owner_uid, gid_t owner_gid) {
   }
   workspace.fd.reset(::open(templ.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!workspace.fd) return SysError(ErrorCode::kSetupFailed, "open(" + templ + ")");
+  // Held while the Workspace lives: RemoveStaleWorkspaces leaves a locked workspace alone.
+  workspace.lock.reset(::open(templ.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!workspace.lock || ::flock(workspace.lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    Error error = SysError(ErrorCode::kSetupFailed, "flock(" + templ + ")");
+    (void)RemoveTree(templ);
+    return error;
+  }
   return workspace;
 }
 

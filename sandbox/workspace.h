@@ -13,7 +13,7 @@ namespace sbx {
 struct Workspace {
   std::string path;  // canonical host path
   UniqueFd fd;       // O_PATH|O_DIRECTORY on exactly that directory; mounts use the fd
-  UniqueFd lock;     // holds an exclusive flock for the run (given workspaces only)
+  UniqueFd lock;     // an exclusive flock held for the run (given and temporary workspaces)
   bool temporary = false;
 };
 

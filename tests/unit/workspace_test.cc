@@ -2,7 +2,9 @@
 #include "sandbox/workspace.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -109,6 +111,37 @@ TEST(RemoveTree, ADirectoryMovedUpDuringTheRemovalNeverTakesItAboveTheTree) {
   // The race was really run, not just the straight path.
   EXPECT_GT(moved_races, 0);
   ASSERT_TRUE(RemoveTree(scratch));
+}
+
+// A pid that has exited: what a workspace of a runner in another pid namespace looks like here.
+pid_t ExitedPid() {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
+TEST(TemporaryWorkspace, AStaleLookingWorkspaceThatIsLockedIsLeftAlone) {
+  auto base = StateDirectory();
+  ASSERT_TRUE(base) << base.error().ToString();
+  const std::string locked = *base + "/ws-" + std::to_string(ExitedPid()) + "-Lk0ck1";
+  const std::string unlocked = *base + "/ws-" + std::to_string(ExitedPid()) + "-Unl0ck";
+  ASSERT_EQ(::mkdir(locked.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(unlocked.c_str(), 0700), 0);
+  const int holder = ::open(locked.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_EQ(::flock(holder, LOCK_EX | LOCK_NB), 0);
+  auto created = CreateTemporaryWorkspace(::geteuid(), ::getegid());  // sweeps stale ones first
+  ASSERT_TRUE(created) << created.error().ToString();
+  EXPECT_EQ(::access(locked.c_str(), F_OK), 0) << "a workspace in use elsewhere was swept";
+  EXPECT_NE(::access(unlocked.c_str(), F_OK), 0) << "a really stale workspace was kept";
+  // The new workspace is locked itself, so a sweep from elsewhere leaves it too.
+  const int probe = ::open(created->path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  EXPECT_NE(::flock(probe, LOCK_EX | LOCK_NB), 0);
+  ::close(probe);
+  ::close(holder);
+  ASSERT_TRUE(RemoveTree(locked));
+  ASSERT_TRUE(RemoveTree(created->path));
 }
 
 TEST(OpenWorkspace, RejectsHostilePaths) {
