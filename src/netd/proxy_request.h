@@ -11,8 +11,9 @@
 //   close` set so the next request, perhaps for another host, comes on a new connection, and
 //   Host added when absent), then handled as a captured port-80 request: the Host must be the
 //   URL's host, the head is checked for placeholders, and it is relayed with its body.
-// Refused: https:// absolute form, userinfo, a malformed or ambiguous request (400), any
-// other request form (405).
+// Refused: https:// absolute form, userinfo, a host whose last label is a number (WHATWG
+// URL's "ends in a number": an IPv4 address to a URL parser, so never a name here), a
+// malformed or ambiguous request (400), any other request form (405).
 #pragma once
 
 #include <cstdint>

@@ -102,6 +102,31 @@ TEST(ProxyRequest, AbsoluteFormPlainHttpIsRewrittenToOriginForm) {
   EXPECT_NE(other.head.find("Host: evil.test\r\n"), std::string::npos);
 }
 
+TEST(ProxyRequest, NamesEndingInADigitAreNames) {
+  for (const char* host : {"db1", "node-2.internal", "api.v2", "x1.test", "0x.test", "a.0xg"}) {
+    const auto connect = Interpret(std::string("CONNECT ") + host + ":443 HTTP/1.1\r\n\r\n");
+    ASSERT_EQ(connect.kind, ProxyRequestKind::kConnect) << host << ": " << connect.why;
+    EXPECT_EQ(connect.name, host);
+    const auto forward = Interpret(std::string("GET http://") + host + "/ HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(forward.kind, ProxyRequestKind::kForward) << host << ": " << forward.why;
+  }
+}
+
+TEST(ProxyRequest, ALastLabelThatIsANumberIsAMistypedAddress) {
+  // WHATWG URL's "ends in a number": decimal or 0x-hex, as an IPv4 part may be written.
+  for (const char* host : {"1.2.3", "10.0.0.010", "0x7f.1", "a.123", "api.0x1F", "x.0X",
+                           "4294967296", "pypi.test.1"}) {
+    for (const std::string& head :
+         {std::string("CONNECT ") + host + ":443 HTTP/1.1\r\n\r\n",
+          std::string("GET http://") + host + "/ HTTP/1.1\r\n\r\n"}) {
+      const auto request = Interpret(head);
+      EXPECT_EQ(request.kind, ProxyRequestKind::kRefused) << head;
+      EXPECT_EQ(request.status, 400u) << head;
+      EXPECT_NE(request.why.find("last label is a number"), std::string::npos) << request.why;
+    }
+  }
+}
+
 TEST(ProxyRequest, OtherFormsAreRefused) {
   for (const char* head : {"GET http://user@pypi.test/ HTTP/1.1\r\n\r\n",
                            "GET http:///x HTTP/1.1\r\n\r\n",
