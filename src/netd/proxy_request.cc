@@ -83,6 +83,16 @@ ProxyRequest ParseAuthority(std::string_view target, const char* malformed,
   return request;
 }
 
+std::optional<uint64_t> ParseContentLength(std::string_view text) {
+  if (text.empty() || text.size() > 18) return std::nullopt;  // 18 digits cannot overflow
+  uint64_t length = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    length = length * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return length;
+}
+
 // Fields a proxy consumes or that concern only the client's connection to it.
 bool IsHopByHop(std::string_view name) {
   return StartsWithNoCase(name, "proxy-") || EqualsNoCase(name, "connection") ||
@@ -98,6 +108,22 @@ ProxyRequest InterpretForward(const http::request_header<>& head) {
   auto request = ParseAuthority(authority, "sbx proxy: the URL needs a host name or address", 80);
   if (!request.why.empty()) return request;
   if (head.count(http::field::host) > 1) return Refused(400, "sbx proxy: more than one Host field");
+  // Exactly one request goes upstream: its head and the body its Content-Length declares.
+  // A chunked body would need re-framing to find where it ends; refused rather than relayed
+  // raw, which would let the bytes after it reach the server unchecked.
+  if (head.count(http::field::transfer_encoding) != 0) {
+    return Refused(411,
+                   "sbx proxy: a request body needs a Content-Length; Transfer-Encoding "
+                   "(chunked) is not forwarded");
+  }
+  if (head.count(http::field::content_length) > 1) {
+    return Refused(400, "sbx proxy: more than one Content-Length field");
+  }
+  if (head.count(http::field::content_length) == 1) {
+    auto length = ParseContentLength(ToStd(head[http::field::content_length]));
+    if (!length) return Refused(400, "sbx proxy: Content-Length is not a decimal byte count");
+    request.body_bytes = *length;
+  }
   std::string path(end == std::string_view::npos ? "/" : rest.substr(end));
   if (path[0] != '/') path.insert(0, "/");
   request.kind = ProxyRequestKind::kForward;

@@ -7,6 +7,7 @@
 #include "tests/integration/network_audit.h"
 #include "tests/integration/network_fixture.h"
 #include "tests/integration/network_inject_support.h"
+#include "tests/integration/network_proxy_support.h"
 #include "tests/integration/sandbox_fixture.h"
 
 namespace sbx::testing {
@@ -17,25 +18,6 @@ using nettest::CountEvents;
 const std::string kPypi(nettest::AddressOf("pypi.test"));
 const std::string kEvil(nettest::AddressOf("evil.test"));
 const std::string kApi(nettest::AddressOf("api.test"));
-
-nlohmann::json ProxyPolicy(const std::vector<std::string>& allow) {
-  nlohmann::json policy = Allowlist(allow);
-  policy["proxy_env"] = true;
-  return policy;
-}
-
-// The records of `match` that came through the proxy (and only those exist for it).
-void ExpectViaProxy(const AuditLog& log, const AuditMatch& match) {
-  auto found = Matching(log, match);
-  ASSERT_FALSE(found.empty()) << "no record like the one expected in " << log.path;
-  for (const auto& record : found) EXPECT_EQ(Str(record, "via"), "proxy") << record.dump();
-}
-
-// The proxy's refusal page: the status, and the reason in its body.
-void ExpectProxyRefusal(const nlohmann::json& probe, int status, const std::string& reason) {
-  EXPECT_EQ(Int(probe, "status"), status) << probe.dump();
-  EXPECT_NE(Str(probe, "body").find(reason), std::string::npos) << probe.dump();
-}
 
 // urlopen of pypi.test on `port` got pypi.test's page, by one request, through the proxy.
 void ExpectPypiThroughTheProxy(const SandboxedRun& run, int port) {
