@@ -226,12 +226,20 @@ def probe_connect(args):
         return {"error": "no_proxy_variable"}
     host_port = proxy.split("://", 1)[-1].rstrip("/")
     phost, _, pport = host_port.rpartition(":")
-    stage = "connect"
+    stage = "resolve"
+    out = {}
     try:
+        if args.resolve:
+            # The name's address as this sandbox's DNS gives it (a fake address under an
+            # allowlist), CONNECTed to as a literal.
+            host, _, port = args.target.rpartition(":")
+            address = socket.getaddrinfo(host, int(port), socket.AF_INET)[0][4][0]
+            args.target = f"{address}:{port}"
+            out["target"] = args.target
+        stage = "connect"
         sock = socket.create_connection((phost, int(pport)), timeout=TIMEOUT_S)
     except OSError as e:
-        return describe(e, stage=stage)
-    out = {}
+        return dict(out, **describe(e, stage=stage))
     with sock:
         try:
             stage = "request"
@@ -537,6 +545,7 @@ def main():
         p.add_argument("port", type=int)
     p = sub.add_parser("connect")
     p.add_argument("target", help="host:port as the CONNECT line names it")
+    p.add_argument("--resolve", action="store_true", help="CONNECT to the host's IPv4 address")
     p.add_argument("--tls", action="store_true")
     p.add_argument("--sni", default="")
     p.add_argument("--host")
