@@ -19,17 +19,6 @@ ProxyRequest Refused(unsigned status, std::string why) {
   return request;
 }
 
-std::optional<uint16_t> ParsePort(std::string_view text) {
-  if (text.empty() || text.size() > 5) return std::nullopt;
-  uint32_t port = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    port = port * 10 + static_cast<uint32_t>(c - '0');
-  }
-  if (port == 0 || port > 65535) return std::nullopt;
-  return static_cast<uint16_t>(port);
-}
-
 // WHATWG URL's "ends in a number": a last label of decimal digits or 0x-hex (the forms an IPv4
 // part may take) makes a URL parser read the whole host as an IPv4 address ("1.2.3" is
 // 1.2.0.3 there, "0x7f.1" is 127.0.0.1), never as a name. "db1", "node-2.internal" and
@@ -52,19 +41,15 @@ constexpr const char* kNumericName =
 // and zone ids included, is refused 400 with `malformed`, or with kNumericName.
 ProxyRequest ParseAuthority(std::string_view target, const char* malformed,
                             uint16_t default_port = 0) {
-  std::string_view host = target;
-  std::optional<uint16_t> port = default_port;
-  const size_t colon = target.rfind(':');
-  if (colon != std::string_view::npos && target.find(']', colon) == std::string_view::npos) {
-    port = ParsePort(target.substr(colon + 1));
-    host = target.substr(0, colon);
-  }
-  if (!port || *port == 0 || host.empty()) return Refused(400, malformed);
+  const auto split = SplitAuthority(target);
+  if (!split) return Refused(400, malformed);
+  const uint16_t port = split->port.value_or(default_port);
+  if (port == 0) return Refused(400, malformed);
+  const std::string_view host = split->host;
   ProxyRequest request;
-  request.port = *port;
-  if (host.front() == '[') {
-    if (host.size() < 3 || host.back() != ']') return Refused(400, malformed);
-    auto address = IpAddress::Parse(host.substr(1, host.size() - 2));
+  request.port = port;
+  if (split->bracketed) {
+    auto address = IpAddress::Parse(host);
     if (!address || !address->v6) return Refused(400, malformed);
     request.address = UnwrapV4Mapped(*address);
   } else if (auto address = IpAddress::Parse(host)) {
@@ -78,8 +63,8 @@ ProxyRequest ParseAuthority(std::string_view target, const char* malformed,
     if (EndsInANumber(*name)) return Refused(400, kNumericName);
     request.name = *name;
   }
-  request.target = request.address ? EndpointToString({*request.address, *port})
-                                   : request.name + ":" + std::to_string(*port);
+  request.target = request.address ? EndpointToString({*request.address, port})
+                                   : request.name + ":" + std::to_string(port);
   return request;
 }
 
