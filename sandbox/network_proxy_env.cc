@@ -11,7 +11,8 @@ namespace {
 constexpr const char* kProxyVariables[] = {"http_proxy", "https_proxy", "no_proxy", "all_proxy",
                                            "ftp_proxy"};
 
-std::string Lower(std::string text) {
+std::string Lower(std::string_view view) {
+  std::string text(view);
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return text;
@@ -29,9 +30,7 @@ std::map<std::string, std::string> ProxyEnvironment() {
 Result<void> CheckProxyEnvConflicts(bool proxy_env, const std::map<std::string, std::string>& env) {
   if (!proxy_env) return Ok{};
   for (const auto& [name, value] : env) {
-    const std::string lower = Lower(name);
-    if (std::find(std::begin(kProxyVariables), std::end(kProxyVariables), lower) !=
-        std::end(kProxyVariables)) {
+    if (IsProxyVariable(name)) {
       return InvalidInput("env." + name +
                           ": network.proxy_env sets the proxy variables itself (and never "
                           "ALL_PROXY or FTP_PROXY); remove " +
@@ -39,6 +38,12 @@ Result<void> CheckProxyEnvConflicts(bool proxy_env, const std::map<std::string, 
     }
   }
   return Ok{};
+}
+
+bool IsProxyVariable(std::string_view name) {
+  const std::string lower = Lower(name);
+  return std::find(std::begin(kProxyVariables), std::end(kProxyVariables), lower) !=
+         std::end(kProxyVariables);
 }
 
 }  // namespace sbx

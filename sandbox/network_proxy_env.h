@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "sandbox/error.h"
 
@@ -29,5 +30,8 @@ std::map<std::string, std::string> ProxyEnvironment();
 // case: those above, ALL_PROXY and FTP_PROXY (one would silently redirect or break what
 // proxy_env sets). An error naming the variable; Ok when proxy_env is off.
 Result<void> CheckProxyEnvConflicts(bool proxy_env, const std::map<std::string, std::string>& env);
+
+// One of the names above, ALL_PROXY or FTP_PROXY, in any case.
+bool IsProxyVariable(std::string_view name);
 
 }  // namespace sbx

@@ -82,7 +82,13 @@ Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist
   run->plan_ = PrepareCapturePlan(CapturePorts(allowlist),
                                   allowlist.proxy_env ? kProxyEnvPort : 0, fds[1]);
   run->sandbox_env_ = run->trust_.sandbox_env();
-  if (allowlist.proxy_env) run->sandbox_env_.merge(ProxyEnvironment());
+  // The proxy variables win over anything before them (validation refuses a placeholder
+  // variable that names one; this keeps it so should a check be missed).
+  if (allowlist.proxy_env) {
+    for (const auto& [name, value] : ProxyEnvironment()) {
+      run->sandbox_env_.insert_or_assign(name, value);
+    }
+  }
   return run;
 }
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "sandbox/network_proxy_env.h"
 #include "sandbox/policy.h"
 #include "sandbox/policy_json.h"
 
@@ -189,6 +190,13 @@ Result<void> ValidateInjectRules(const NetworkAllowlist& allowlist) {
         !placeholders.insert(rule.sandbox_placeholder_env).second) {
       return InvalidInput(where + ".sandbox_placeholder_env: " + rule.sandbox_placeholder_env +
                           " is given twice; one variable holds one placeholder");
+    }
+    // The launcher would have to pick one value for the variable; either choice breaks a
+    // promise (the proxy, or the placeholder), so the policy says which.
+    if (allowlist.proxy_env && IsProxyVariable(rule.sandbox_placeholder_env)) {
+      return InvalidInput(where + ".sandbox_placeholder_env: " + rule.sandbox_placeholder_env +
+                          " is a proxy variable, which network.proxy_env sets; name another "
+                          "variable (API_KEY, say) or turn proxy_env off");
     }
     for (size_t h = 0; h < rule.hosts.size(); ++h) {
       const std::string field = where + ".hosts[" + std::to_string(h) + "]";

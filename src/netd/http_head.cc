@@ -1,8 +1,6 @@
 // Reads an HTTP/1.x request head line by line and extracts its one Host.
 #include "src/netd/http_head.h"
 
-#include <optional>
-
 namespace sbx::netd {
 namespace {
 
@@ -60,39 +58,11 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-// `host[:port]` or `[v6][:port]`; the host without port and brackets, or nullopt.
+// The Host's or target's host, without port and brackets, or nullopt.
 std::optional<std::string> ParseAuthority(std::string_view authority) {
-  std::string_view host;
-  std::string_view rest;
-  if (!authority.empty() && authority.front() == '[') {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) return std::nullopt;
-    host = authority.substr(1, close - 1);
-    rest = authority.substr(close + 1);
-    if (host.empty()) return std::nullopt;
-    for (char c : host) {
-      const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-      if (!hex && c != ':' && c != '.') return std::nullopt;
-    }
-  } else {
-    const size_t colon = authority.find(':');
-    host = authority.substr(0, colon);
-    rest = colon == std::string_view::npos ? std::string_view() : authority.substr(colon);
-    if (host.empty()) return std::nullopt;
-    for (char c : host) {
-      if (!IsHostChar(c)) return std::nullopt;  // '@' (userinfo), '%', spaces, controls
-    }
-  }
-  if (!rest.empty()) {
-    if (rest.front() != ':' || rest.size() < 2 || rest.size() > 6) return std::nullopt;
-    unsigned port = 0;
-    for (char c : rest.substr(1)) {
-      if (c < '0' || c > '9') return std::nullopt;
-      port = port * 10 + static_cast<unsigned>(c - '0');
-    }
-    if (port > 65535) return std::nullopt;
-  }
-  return std::string(host);
+  auto split = SplitAuthority(authority);
+  if (!split) return std::nullopt;
+  return std::string(split->host);
 }
 
 struct RequestLine {
@@ -195,6 +165,41 @@ HttpHeadResult ReadHttpHost(std::string_view bytes) {
   }
   if (bytes.size() >= kMaxHttpHead) return Invalid();
   return {HttpHeadStatus::kNeedMore, ""};
+}
+
+std::optional<Authority> SplitAuthority(std::string_view authority) {
+  Authority split;
+  std::string_view rest;
+  if (!authority.empty() && authority.front() == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    split.host = authority.substr(1, close - 1);
+    split.bracketed = true;
+    rest = authority.substr(close + 1);
+    for (char c : split.host) {
+      const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+      if (!hex && c != ':' && c != '.') return std::nullopt;
+    }
+  } else {
+    const size_t colon = authority.find(':');
+    split.host = authority.substr(0, colon);
+    rest = colon == std::string_view::npos ? std::string_view() : authority.substr(colon);
+    for (char c : split.host) {
+      if (!IsHostChar(c)) return std::nullopt;  // '@' (userinfo), '%', spaces, controls
+    }
+  }
+  if (split.host.empty()) return std::nullopt;
+  if (!rest.empty()) {
+    if (rest.front() != ':' || rest.size() < 2 || rest.size() > 6) return std::nullopt;
+    unsigned port = 0;
+    for (char c : rest.substr(1)) {
+      if (c < '0' || c > '9') return std::nullopt;
+      port = port * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (port > 65535) return std::nullopt;
+    split.port = static_cast<uint16_t>(port);
+  }
+  return split;
 }
 
 }  // namespace sbx::netd

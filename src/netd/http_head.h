@@ -15,6 +15,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,5 +36,17 @@ struct HttpHeadResult {
 };
 
 HttpHeadResult ReadHttpHost(std::string_view bytes);
+
+// An authority, `host[:port]` or `[v6][:port]`, split as the Host check reads it (and the
+// proxy_env listener, so both read a target alike): the host without brackets, of
+// [A-Za-z0-9-._~] (hex digits, ':' and '.' when bracketed), and the port when one is given
+// (1 to 5 digits, at most 65535; 0 is the caller's to refuse). nullopt for anything else:
+// userinfo ('@'), zone ids ('%'), spaces, an empty host or port.
+struct Authority {
+  std::string_view host;
+  bool bracketed = false;
+  std::optional<uint16_t> port;
+};
+std::optional<Authority> SplitAuthority(std::string_view authority);
 
 }  // namespace sbx::netd

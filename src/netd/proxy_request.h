@@ -8,11 +8,15 @@
 //   captured connection (tcp_connection.h): the name by name rules, a literal by address rules.
 // - An absolute-form plain-HTTP request (`GET http://host[:port]/path HTTP/1.x`): rewritten to
 //   the origin form a server expects (Proxy-* and Connection fields dropped, `Connection:
-//   close` set so the next request, perhaps for another host, comes on a new connection, and
-//   Host added when absent), then handled as a captured port-80 request: the Host must be the
-//   URL's host, the head is checked for placeholders, and it is relayed with its body.
-// Refused: https:// absolute form, userinfo, a malformed or ambiguous request (400), any
-// other request form (405).
+//   close` set, and Host added when absent), then handled as a captured port-80 request: the
+//   Host must be the URL's host, the head is checked for placeholders, and it is relayed with
+//   its body. One request per client connection: the head and the Content-Length bytes of
+//   body go upstream, nothing after them (a keep-alive or pipelined next request, perhaps for
+//   another host, is never relayed: the client sees the connection end after the response and
+//   asks again on a new one). A body framed by Transfer-Encoding is refused 411.
+// Refused: https:// absolute form, userinfo, a host whose last label is a number (WHATWG
+// URL's "ends in a number": an IPv4 address to a URL parser, so never a name here), a
+// malformed or ambiguous request (400), any other request form (405).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +48,9 @@ struct ProxyRequest {
   // "name:port", "ip:port", "[v6]:port": the audit record's dst.
   std::string target;
   std::string head;  // kForward: the origin-form head to send upstream, CRLF CRLF included
+  // kForward: the body's length (Content-Length, 0 without one). Only these bytes after the
+  // head go upstream; what the client sends beyond them is never relayed.
+  uint64_t body_bytes = 0;
 };
 
 ProxyRequest InterpretProxyRequest(const boost::beast::http::request_header<>& head);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include <boost/asio/post.hpp>
@@ -101,15 +102,38 @@ void Relay::Pump(Direction& direction) {
       last_activity_ = std::chrono::steady_clock::now();
       continue;
     }
-    // The pipe is empty: as much as it holds (the kernel stops at its capacity).
+    // The pipe is empty: as much as it holds (the kernel stops at its capacity), or as much
+    // as the budget allows.
+    size_t want = kRelayPipeBytes;
+    if (direction.left) {
+      if (*direction.left == 0) return Discard(direction);
+      want = static_cast<size_t>(std::min<uint64_t>(want, *direction.left));
+    }
     const ssize_t in = splice(direction.from.native_handle(), nullptr, direction.pipe_in.get(),
-                              nullptr, kRelayPipeBytes, kSpliceFlags);
+                              nullptr, want, kSpliceFlags);
     if (in == 0) return OnEndOfStream(direction);
     if (in < 0 && errno == EINTR) continue;
     if (in < 0 && errno == EAGAIN) return Await(direction, boost::asio::socket_base::wait_read);
     if (in < 0) return Finish(RelayEnd::kReset, true);
     if (!Count(direction, static_cast<size_t>(in))) return;
     direction.in_pipe = static_cast<size_t>(in);
+    if (direction.left) *direction.left -= static_cast<uint64_t>(in);
+  }
+  boost::asio::post(direction.from.get_executor(), [this, &direction, owner = owner_] {
+    if (!finished_) Pump(direction);
+  });
+}
+
+void Relay::Discard(Direction& direction) {
+  // The other side may still be answering; its end ends the relay (OnEndOfStream).
+  if (down_.finished) return Finish(RelayEnd::kFin, false);
+  char scratch[16 * 1024];
+  for (int reads = 0; reads < kSplicesPerTurn; ++reads) {
+    const ssize_t in = ::recv(direction.from.native_handle(), scratch, sizeof(scratch), 0);
+    if (in == 0) return OnEndOfStream(direction);
+    if (in < 0 && errno == EINTR) continue;
+    if (in < 0 && errno == EAGAIN) return Await(direction, boost::asio::socket_base::wait_read);
+    if (in < 0) return Finish(RelayEnd::kReset, true);
   }
   boost::asio::post(direction.from.get_executor(), [this, &direction, owner = owner_] {
     if (!finished_) Pump(direction);
@@ -151,7 +175,8 @@ void Relay::OnEndOfStream(Direction& direction) {
   direction.finished = true;
   boost::system::error_code ec;
   direction.to.shutdown(boost::asio::socket_base::shutdown_send, ec);
-  if (up_.finished && down_.finished) Finish(RelayEnd::kFin, false);
+  const bool up_done = up_.finished || (up_.left == 0u && up_.in_pipe == 0);
+  if (up_done && down_.finished) Finish(RelayEnd::kFin, false);
 }
 
 void Relay::WatchIdle() {

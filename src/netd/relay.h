@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "sandbox/unique_fd.h"
@@ -42,6 +43,11 @@ class Relay {
   // them) is kept alive by every pending operation.
   Relay(boost::asio::ip::tcp::socket& client, boost::asio::ip::tcp::socket& upstream,
         NetdContext& context);
+
+  // Before Start: after the first bytes, at most `bytes` more go upstream (a forwarded proxy
+  // request's body). Past them the sandbox's bytes are read and dropped, never relayed, and
+  // the relay ends once the upstream has ended.
+  void LimitUpstream(uint64_t bytes) { up_.left = bytes; }
 
   // Sends `first_bytes` (what was read before deciding) upstream, then relays. `done` runs
   // once, after both sockets are closed.
@@ -65,10 +71,12 @@ class Relay {
     size_t in_pipe = 0;   // spliced in, not yet spliced out
     uint64_t bytes = 0;
     bool finished = false;
+    std::optional<uint64_t> left;  // LimitUpstream: bytes it may still carry
   };
 
   bool OpenPipe(Direction& direction);
   void Pump(Direction& direction);
+  void Discard(Direction& direction);
   bool Count(Direction& direction, size_t size);
   void Await(Direction& direction, boost::asio::socket_base::wait_type what);
   void WriteFirstBytes(std::shared_ptr<std::vector<uint8_t>> bytes);

@@ -25,6 +25,7 @@ const char* ProxyStatusText(unsigned status) {
     case 403: return " Forbidden";
     case 405: return " Method Not Allowed";
     case 408: return " Request Timeout";
+    case 411: return " Length Required";
     default: return " Bad Request";
   }
 }
@@ -162,6 +163,7 @@ void TcpConnection::StartRelay() {
   }
   deciding_ = false;
   relay_.emplace(client_, upstream_, context_);
+  if (forwarding_) relay_->LimitUpstream(forward_body_left_);
   relay_->Start(TakeFirstBytes(), shared_from_this(),
                 [this](RelayEnd end) { OnRelayDone(end); });
 }

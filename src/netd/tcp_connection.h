@@ -11,8 +11,9 @@
 // up to the tunnel or relay is an HTTP answer (403, 502, 400, 405, 408). CONNECT: once the
 // upstream is connected the client gets "200 Connection established" and the tunnel's first
 // bytes are peeked as on a captured port (the SNI must be the CONNECT name), then relay or
-// MITM. An absolute-form plain-HTTP request: its origin-form rewrite is the first bytes, as
-// if captured on port 80, then relay.
+// MITM. An absolute-form plain-HTTP request: its origin-form rewrite and its body are the
+// first bytes, as if captured on port 80, then a relay that carries the rest of that body
+// upstream and nothing more from the client (Relay::LimitUpstream).
 #pragma once
 
 #include <functional>
@@ -110,6 +111,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   unsigned refusal_status_ = 0;            // a malformed proxy request: 400/403/405
   std::string refusal_text_;
   bool forwarding_ = false;                // an absolute-form plain-HTTP request, relayed
+  uint64_t forward_body_left_ = 0;         // its body bytes not yet read: the relay's budget
   bool tunnel_open_ = false;               // "200 Connection established" was sent
   bool deciding_ = true;  // until the relay starts or the connection is refused
   bool recorded_ = false;

@@ -3,6 +3,7 @@
 // where these steps sit in the connection's order.
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -28,6 +29,12 @@ struct ProxyHead {
 void TcpConnection::ReadProxyRequest() {
   proxy_head_ = std::make_shared<ProxyHead>();
   proxy_head_->parser.header_limit(kMaxProxyHead);
+  // The parser reads the head only; the body is relayed (with bytes that followed the head in
+  // the buffer). Without skip, Beast hands body bytes read with the head to empty_body, which
+  // fails "unexpected body"; without the unlimited body_limit, a Content-Length above 1 MiB
+  // fails the head.
+  proxy_head_->parser.skip(true);
+  proxy_head_->parser.body_limit(boost::none);
   timer_.expires_after(SteadySeconds(kPeekTimeoutSeconds));
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || self->closed_ || !self->deciding_ || !self->proxy_head_) return;
@@ -64,10 +71,15 @@ void TcpConnection::OnProxyHead(boost::system::error_code ec) {
   }
   const auto leftover = head->buffer.data();
   const auto* bytes = static_cast<const uint8_t*>(leftover.data());
+  size_t early = leftover.size();
   if (request.kind == ProxyRequestKind::kForward) {
+    // One request per connection (proxy_request.h): of what followed the head, only the body
+    // it declares; the rest of that body is relayed later, and nothing after it.
     proxy_leftover_.assign(request.head.begin(), request.head.end());
+    early = static_cast<size_t>(std::min<uint64_t>(early, request.body_bytes));
+    forward_body_left_ = request.body_bytes - early;
   }
-  proxy_leftover_.insert(proxy_leftover_.end(), bytes, bytes + leftover.size());
+  proxy_leftover_.insert(proxy_leftover_.end(), bytes, bytes + early);
   proxy_target_ = request.target;
   forwarding_ = request.kind == ProxyRequestKind::kForward;
   if (request.address) {

@@ -67,6 +67,14 @@ TEST(Cli, BadInputIsRefusedWith125AndCreatesNothing) {
   {
     std::ofstream(bad_policy) << R"({"limits": {"memroy_mb": 512}})";
   }
+  // With proxy_env on, sbx sets the proxy variables; nothing else may name one.
+  const std::string proxy_policy = dir.path() + "/proxy.json";
+  std::ofstream(proxy_policy) << R"({"network": {"mode": "allowlist", "proxy_env": true}})";
+  const std::string proxy_inject = dir.path() + "/proxy_inject.json";
+  std::ofstream(proxy_inject) << R"({"network": {"mode": "allowlist", "proxy_env": true,
+      "allow": ["api.test"], "inject": [{"name": "k", "hosts": ["api.test"],
+      "header": "Authorization", "secret_from": "env:SBX_TEST_NO_SUCH_KEY",
+      "sandbox_placeholder_env": "HTTPS_PROXY"}]}})";
   const std::vector<BadInvocation> cases = {
       {{"run", "--memory", "-1", "--", "true"}, "--memory"},
       {{"run", "--memory", "1T", "--", "true"}, "limits.memory"},
@@ -74,6 +82,10 @@ TEST(Cli, BadInputIsRefusedWith125AndCreatesNothing) {
       {{"run", "--pids", "1.5", "--", "true"}, "--pids"},
       {{"run", "--network", "bridge", "--", "true"}, "--network"},
       {{"run", "--env", "NOEQUALS", "--", "true"}, "--env"},
+      {{"run", "--policy", proxy_policy, "--env", "HTTP_PROXY=http://x:1", "--", "true"},
+       "env.HTTP_PROXY: network.proxy_env sets the proxy variables itself"},
+      {{"run", "--policy", proxy_inject, "--", "true"},
+       "network.inject[0].sandbox_placeholder_env: HTTPS_PROXY is a proxy variable"},
       {{"run", "--bogus", "1", "--", "true"}, "--bogus"},
       {{"run", "--policy", bad_policy, "--", "true"}, "limits.memroy_mb: unknown key"},
       {{"run", "--workspace", "relative/dir", "--", "true"}, "absolute path"},

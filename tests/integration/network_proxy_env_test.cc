@@ -7,6 +7,7 @@
 #include "tests/integration/network_audit.h"
 #include "tests/integration/network_fixture.h"
 #include "tests/integration/network_inject_support.h"
+#include "tests/integration/network_proxy_support.h"
 #include "tests/integration/sandbox_fixture.h"
 
 namespace sbx::testing {
@@ -17,25 +18,6 @@ using nettest::CountEvents;
 const std::string kPypi(nettest::AddressOf("pypi.test"));
 const std::string kEvil(nettest::AddressOf("evil.test"));
 const std::string kApi(nettest::AddressOf("api.test"));
-
-nlohmann::json ProxyPolicy(const std::vector<std::string>& allow) {
-  nlohmann::json policy = Allowlist(allow);
-  policy["proxy_env"] = true;
-  return policy;
-}
-
-// The records of `match` that came through the proxy (and only those exist for it).
-void ExpectViaProxy(const AuditLog& log, const AuditMatch& match) {
-  auto found = Matching(log, match);
-  ASSERT_FALSE(found.empty()) << "no record like the one expected in " << log.path;
-  for (const auto& record : found) EXPECT_EQ(Str(record, "via"), "proxy") << record.dump();
-}
-
-// The proxy's refusal page: the status, and the reason in its body.
-void ExpectProxyRefusal(const nlohmann::json& probe, int status, const std::string& reason) {
-  EXPECT_EQ(Int(probe, "status"), status) << probe.dump();
-  EXPECT_NE(Str(probe, "body").find(reason), std::string::npos) << probe.dump();
-}
 
 // urlopen of pypi.test on `port` got pypi.test's page, by one request, through the proxy.
 void ExpectPypiThroughTheProxy(const SandboxedRun& run, int port) {
@@ -199,11 +181,17 @@ TEST_F(NetworkAllowlist, ProxyEnvPlaceholderInForwardedPlainHttpIsBlocked) {
 }
 
 TEST_F(NetworkAllowlist, ProxyEnvRefusesWhatItDoesNotServe) {
-  auto control = Control({"urlopen", "https://pypi.test/"});
-  EXPECT_EQ(Int(control.probe, "status"), 200) << control.diagnostics;
   SBX_NET_SANDBOXED_HALF();
+  // The control: the same probe under the same policy, its target well-formed, reaches
+  // pypi.test (the probe needs the proxy, so there is no unsandboxed run of it).
+  const auto policy = ProxyPolicy({"pypi.test"});
+  auto control = Sandboxed(policy, {"connect", "pypi.test:443"});
+  ASSERT_TRUE(control.ran);
+  EXPECT_EQ(Int(control.probe, "status"), 200) << control.diagnostics;
+  EXPECT_EQ(CountEvents(control.events, {.kind = "conn", .server = "pypi.test"}), 1u)
+      << control.diagnostics;
   // A CONNECT whose target is not host:port: 400, and no connection anywhere.
-  auto run = Sandboxed(ProxyPolicy({"pypi.test"}), {"connect", "pypi.test"});
+  auto run = Sandboxed(policy, {"connect", "pypi.test"});
   ASSERT_TRUE(run.ran);
   EXPECT_EQ(Int(run.probe, "status"), 400) << run.diagnostics;
   EXPECT_EQ(CountEvents(run.events, {.server = "pypi.test"}), 0u);

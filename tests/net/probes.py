@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 TIMEOUT_S = 10
@@ -225,12 +226,20 @@ def probe_connect(args):
         return {"error": "no_proxy_variable"}
     host_port = proxy.split("://", 1)[-1].rstrip("/")
     phost, _, pport = host_port.rpartition(":")
-    stage = "connect"
+    stage = "resolve"
+    out = {}
     try:
+        if args.resolve:
+            # The name's address as this sandbox's DNS gives it (a fake address under an
+            # allowlist), CONNECTed to as a literal.
+            host, _, port = args.target.rpartition(":")
+            address = socket.getaddrinfo(host, int(port), socket.AF_INET)[0][4][0]
+            args.target = f"{address}:{port}"
+            out["target"] = args.target
+        stage = "connect"
         sock = socket.create_connection((phost, int(pport)), timeout=TIMEOUT_S)
     except OSError as e:
-        return describe(e, stage=stage)
-    out = {}
+        return dict(out, **describe(e, stage=stage))
     with sock:
         try:
             stage = "request"
@@ -262,6 +271,61 @@ def probe_connect(args):
             return out
         except (OSError, http.client.HTTPException) as e:
             return dict(out, **describe(e, stage=stage))
+
+
+def split_responses(data):
+    """HTTP/1.x responses with Content-Length, back to back: their statuses and bodies."""
+    statuses, bodies = [], []
+    while b"\r\n\r\n" in data:
+        head, _, data = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ", 2)
+        statuses.append(int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None)
+        length = 0
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length" and value.strip().isdigit():
+                length = int(value.strip())
+        bodies.append(data[:length].decode("utf-8", "replace")[:300])
+        data = data[length:]
+    return statuses, bodies
+
+
+def probe_pipeline(args):
+    """Absolute-form requests for args.urls, back to back on one keep-alive connection to the
+    proxy ($http_proxy, or --proxy host:port), the first a POST of --data if given; then reads
+    until the connection ends. Reports the responses' statuses and bodies, and whether the
+    other side closed (false: still open after TIMEOUT_S)."""
+    proxy = args.proxy or (os.environ.get("http_proxy") or "").split("://", 1)[-1].rstrip("/")
+    if not proxy:
+        return {"error": "no_proxy_variable"}
+    phost, _, pport = proxy.rpartition(":")
+    requests = b""
+    for i, url in enumerate(args.urls):
+        host = urllib.parse.urlsplit(url).netloc
+        body = args.data.encode() if i == 0 and args.data is not None else None
+        method = "POST" if body is not None else "GET"
+        extra = f"Content-Length: {len(body)}\r\n" if body is not None else ""
+        requests += (f"{method} {url} HTTP/1.1\r\nHost: {host}\r\nConnection: keep-alive\r\n"
+                     f"{extra}\r\n").encode() + (body or b"")
+    stage = "connect"
+    data, closed = b"", False
+    try:
+        with socket.create_connection((phost, int(pport)), timeout=TIMEOUT_S) as sock:
+            stage = "request"
+            sock.sendall(requests)
+            stage = "response"
+            while len(data) < 65536:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    closed = True
+                    break
+                data += chunk
+    except OSError as e:
+        statuses, bodies = split_responses(data)
+        return dict(describe(e, stage=stage), statuses=statuses, bodies=bodies, closed=closed)
+    statuses, bodies = split_responses(data)
+    return {"statuses": statuses, "bodies": bodies, "closed": closed}
 
 
 def probe_banner(args):
@@ -481,10 +545,15 @@ def main():
         p.add_argument("port", type=int)
     p = sub.add_parser("connect")
     p.add_argument("target", help="host:port as the CONNECT line names it")
+    p.add_argument("--resolve", action="store_true", help="CONNECT to the host's IPv4 address")
     p.add_argument("--tls", action="store_true")
     p.add_argument("--sni", default="")
     p.add_argument("--host")
     p.add_argument("--path", default="/")
+    p = sub.add_parser("pipeline")
+    p.add_argument("urls", nargs="+")
+    p.add_argument("--proxy", help="host:port instead of $http_proxy's")
+    p.add_argument("--data", help="the first request is a POST of this text")
     p = sub.add_parser("dns")
     p.add_argument("queries", nargs="+")
     p = sub.add_parser("doh")

@@ -213,6 +213,9 @@ class HttpHandler(BaseHTTPRequestHandler):
             self.reply(200, "application/json", body)
         elif url.path.startswith("/blob/"):
             self.reply(200, "application/octet-stream", blob(int(url.path[len("/blob/"):])))
+        elif url.path == "/linger":
+            self.reply(200, "text/plain", s["name"].encode())
+            self.log_what_follows()
         elif url.path == "/dns-query":
             query = base64.urlsafe_b64decode(
                 urllib.parse.parse_qs(url.query)["dns"][0] + "==")
@@ -220,6 +223,27 @@ class HttpHandler(BaseHTTPRequestHandler):
             self.reply(200, "application/dns-message", body)
         else:
             self.reply(200, "text/plain", s["name"].encode())
+
+    LINGER_S = 1.0
+
+    def log_what_follows(self):
+        """After the reply: whatever else the client's side sends on this connection within
+        LINGER_S (a next request a proxy should not have relayed), as an "after_reply" event;
+        then the connection closes."""
+        self.connection.settimeout(self.LINGER_S)
+        data = b""
+        try:
+            while len(data) < 4096:
+                chunk = self.rfile.read1(4096)  # the reader's buffer first: it reads ahead
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:  # the timeout, or a reset
+            pass
+        s = self.server_info
+        self.events.log(kind="after_reply", server=s["name"], addr=s["addr"], port=s["port"],
+                        data=data.decode("latin-1"))
+        self.close_connection = True
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_request
 

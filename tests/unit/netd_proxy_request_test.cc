@@ -18,6 +18,8 @@ namespace http = boost::beast::http;
 ProxyRequest Interpret(const std::string& head) {
   http::request_parser<http::empty_body> parser;
   parser.header_limit(kMaxProxyHead);
+  parser.skip(true);  // as netd: the head only, whatever follows it
+  parser.body_limit(boost::none);
   boost::system::error_code ec;
   parser.put(boost::asio::buffer(head), ec);
   EXPECT_FALSE(ec) << head << ": " << ec.message();
@@ -100,6 +102,52 @@ TEST(ProxyRequest, AbsoluteFormPlainHttpIsRewrittenToOriginForm) {
   const auto other = Interpret("GET http://pypi.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n");
   ASSERT_EQ(other.kind, ProxyRequestKind::kForward);
   EXPECT_NE(other.head.find("Host: evil.test\r\n"), std::string::npos);
+}
+
+TEST(ProxyRequest, AForwardedRequestCarriesOnlyItsDeclaredBody) {
+  EXPECT_EQ(Interpret("GET http://pypi.test/ HTTP/1.1\r\n\r\n").body_bytes, 0u);
+  const auto post =
+      Interpret("POST http://pypi.test/ HTTP/1.1\r\nContent-Length: 1234567\r\n\r\n");
+  ASSERT_EQ(post.kind, ProxyRequestKind::kForward) << post.why;
+  EXPECT_EQ(post.body_bytes, 1234567u);
+  // Body bytes read with the head stay for the relay; the head still parses.
+  const auto with_body = Interpret(
+      "POST http://pypi.test/ HTTP/1.1\r\nContent-Length: 4\r\n\r\nbodyGET http://x/ HTTP/1.1");
+  ASSERT_EQ(with_body.kind, ProxyRequestKind::kForward) << with_body.why;
+  EXPECT_EQ(with_body.body_bytes, 4u);
+  // Where a chunked body ends is not known without re-framing it: refused, never relayed raw.
+  for (const char* coding : {"chunked", "gzip, chunked", "identity"}) {
+    const auto chunked = Interpret(std::string("POST http://pypi.test/ HTTP/1.1\r\n") +
+                                   "Transfer-Encoding: " + coding + "\r\n\r\n");
+    EXPECT_EQ(chunked.kind, ProxyRequestKind::kRefused) << coding;
+    EXPECT_EQ(chunked.status, 411u) << coding;
+    EXPECT_NE(chunked.why.find("Content-Length"), std::string::npos) << chunked.why;
+  }
+}
+
+TEST(ProxyRequest, NamesEndingInADigitAreNames) {
+  for (const char* host : {"db1", "node-2.internal", "api.v2", "x1.test", "0x.test", "a.0xg"}) {
+    const auto connect = Interpret(std::string("CONNECT ") + host + ":443 HTTP/1.1\r\n\r\n");
+    ASSERT_EQ(connect.kind, ProxyRequestKind::kConnect) << host << ": " << connect.why;
+    EXPECT_EQ(connect.name, host);
+    const auto forward = Interpret(std::string("GET http://") + host + "/ HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(forward.kind, ProxyRequestKind::kForward) << host << ": " << forward.why;
+  }
+}
+
+TEST(ProxyRequest, ALastLabelThatIsANumberIsAMistypedAddress) {
+  // WHATWG URL's "ends in a number": decimal or 0x-hex, as an IPv4 part may be written.
+  for (const char* host : {"1.2.3", "10.0.0.010", "0x7f.1", "a.123", "api.0x1F", "x.0X",
+                           "4294967296", "pypi.test.1"}) {
+    for (const std::string& head :
+         {std::string("CONNECT ") + host + ":443 HTTP/1.1\r\n\r\n",
+          std::string("GET http://") + host + "/ HTTP/1.1\r\n\r\n"}) {
+      const auto request = Interpret(head);
+      EXPECT_EQ(request.kind, ProxyRequestKind::kRefused) << head;
+      EXPECT_EQ(request.status, 400u) << head;
+      EXPECT_NE(request.why.find("last label is a number"), std::string::npos) << request.why;
+    }
+  }
 }
 
 TEST(ProxyRequest, OtherFormsAreRefused) {

@@ -159,5 +159,21 @@ TEST(PolicyInject, ThePlaceholderVariableIsNotAlsoInEnv) {
       << policy.error().message;
 }
 
+TEST(PolicyInject, WithProxyEnvThePlaceholderVariableIsNoProxyVariable) {
+  for (const char* name : {"HTTPS_PROXY", "http_proxy", "No_Proxy", "ALL_PROXY"}) {
+    const std::string rule = std::string(R"({"name": "openai", "hosts": ["api.openai.com"],
+        "header": "Authorization", "secret_from": "env:OPENAI_API_KEY", "sandbox_placeholder_env": ")") + name + "\"}";
+    auto policy = WithInject("[" + rule + "]", R"(, "proxy_env": true)");
+    ASSERT_FALSE(policy) << name << " was accepted";
+    EXPECT_EQ(policy.error().code, ErrorCode::kInvalidInput);
+    EXPECT_NE(policy.error().message.find(std::string("network.inject[0].sandbox_placeholder_env: ") +
+                                          name + " is a proxy variable"),
+              std::string::npos)
+        << policy.error().message;
+    // Without proxy_env nothing else sets it: the operator's choice.
+    EXPECT_TRUE(WithInject("[" + rule + "]")) << name;
+  }
+}
+
 }  // namespace
 }  // namespace sbx
