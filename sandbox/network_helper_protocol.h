@@ -4,8 +4,8 @@
 // How sbx-netd is started: fork + execve of the sbx-netd binary with argv {"sbx-netd"}, an
 // empty environment, stdin and stdout /dev/null, stderr inherited (fatal diagnostics only),
 // fd 3 the helper's end of a SOCK_SEQPACKET socketpair (the control socket) and, when the
-// run keeps an audit log, fd 4 the log opened O_RDWR|O_APPEND|O_CLOEXEC by the runner (netd
-// appends its records and reads the log back at stop for its hash).
+// run keeps an audit log, fd 4 the log, new and empty, opened O_WRONLY|O_APPEND|O_CLOEXEC by
+// the runner (netd appends its records and hashes them as it writes them).
 // Every other fd is closed. The helper dies with the runner (PR_SET_PDEATHSIG and EOF on fd 3).
 //
 // Messages are single SOCK_SEQPACKET datagrams holding one JSON object (at most
@@ -47,8 +47,9 @@
 //                      "denied_names":[<= 10 names],"bytes_up":N,"bytes_down":N,
 //                      "log_sha256":"<64 hex>"|""}}
 //                     log_sha256: of the audit log after netd's last record (its server
-//                     stopped), "" without a log or when fd 4 cannot be read; the runner
-//                     writes nothing to the log. Then netd closes every socket and exits 0.
+//                     stopped), kept as netd wrote it; "" without a log or when the file's
+//                     size is not what netd wrote. The runner writes nothing to the log.
+//                     Then netd closes every socket and exits 0.
 // EOF or an error on the control socket at any point makes netd exit at once. If netd exits
 // or its control socket hangs up before step 6, the runner kills the run.
 #pragma once
