@@ -55,7 +55,7 @@ Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist
   run->log_ = std::move(*log);
   const std::string binary = options.helper_binary.empty() ? DefaultNetworkHelperPath() : options.helper_binary;
   auto helper = StartNetworkHelper(binary, options.run_id, allowlist, run->log_.get(),
-                                   run->trust_.netd_tls_json(), run->trust_.extra_ca_pems());
+                                   run->trust_.netd_tls_json(), run->trust_.netd_ca_pems());
   run->trust_.ForgetNetdTlsJson();
   if (!helper) {
     return helper.error().Context("network allowlist: sbx-netd (" + binary + ")");
