@@ -5,6 +5,7 @@
 #include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -122,6 +123,27 @@ Result<NetworkSummary> ParseSummary(const json& reply) {
   return result;
 }
 
+// The CA files' texts back to back in a sealed memfd (the protocol's step 1): a datagram is
+// too small for a distribution's bundle. The seals make the texts the runner checked the ones
+// netd reads.
+Result<UniqueFd> CaFilesMemfd(const std::vector<std::string>& pems) {
+  UniqueFd fd(memfd_create("sbx-netd-ca-files", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd) return SysError(ErrorCode::kSetupFailed, "sbx-netd: memfd_create (CA files)");
+  for (const std::string& pem : pems) {
+    size_t at = 0;
+    while (at < pem.size()) {
+      const ssize_t wrote = write(fd.get(), pem.data() + at, pem.size() - at);
+      if (wrote < 0 && errno == EINTR) continue;
+      if (wrote <= 0) return SysError(ErrorCode::kSetupFailed, "sbx-netd: write (CA files memfd)");
+      at += static_cast<size_t>(wrote);
+    }
+  }
+  if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    return SysError(ErrorCode::kSetupFailed, "sbx-netd: F_ADD_SEALS (CA files memfd)");
+  }
+  return fd;
+}
+
 // In the forked child: only async-signal-safe calls. Returns only on failure, with errno.
 int ExecHelperInChild(const char* binary, int control, int audit, int dev_null, pid_t parent) {
   char* const argv[] = {const_cast<char*>("sbx-netd"), nullptr};
@@ -157,7 +179,7 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
                                                           const NetworkAllowlist& allowlist,
                                                           int audit_fd,
                                                           const std::string& tls_json,
-                                                          const std::vector<std::string>& extra_ca_pems) {
+                                                          const std::vector<std::string>& ca_pems) {
   std::string hello;
   // The hello may carry secrets (tls_json): wiped however this function returns.
   struct Wiper {
@@ -169,7 +191,11 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
                         {"run", run_id},
                         {"audit_log", audit_fd >= 0},
                         {"network", json::parse(NetworkAllowlistToJson(allowlist))}};
-    if (!extra_ca_pems.empty()) public_part["extra_ca_pem"] = extra_ca_pems;
+    if (!ca_pems.empty()) {
+      json sizes = json::array();
+      for (const std::string& pem : ca_pems) sizes.push_back(pem.size());
+      public_part["ca_file_sizes"] = std::move(sizes);
+    }
     hello = public_part.dump(-1, ' ', true, json::error_handler_t::replace);
   } catch (const json::exception& error) {
     return MakeError(ErrorCode::kInternal, std::string("sbx-netd: policy JSON: ") + error.what());
@@ -182,10 +208,15 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
     hello += '}';
   }
   if (hello.size() > kNetdMaxMessage) {
-    return InvalidInput("network: the allowlist, CA files and secrets are larger than sbx-netd's " +
+    return InvalidInput("network: the allowlist and secrets are larger than sbx-netd's " +
                         std::to_string(kNetdMaxMessage / 1024) +
-                        " KiB message limit (fewer rules or smaller extra_ca_files and "
-                        "upstream_ca_files)");
+                        " KiB message limit (fewer rules or inject rules)");
+  }
+  UniqueFd ca_files;
+  if (!ca_pems.empty()) {
+    auto memfd = CaFilesMemfd(ca_pems);
+    if (!memfd) return memfd.error();
+    ca_files = std::move(*memfd);
   }
   // The usual failure, said at once; execve's own errors come with the wait for "ready".
   if (access(binary.c_str(), X_OK) != 0) {
@@ -221,7 +252,9 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
   helper->pidfd_ = UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   if (!helper->pidfd_) return SysError(ErrorCode::kUnavailable, "sbx-netd: pidfd_open");
   // A helper whose execve failed may be gone already (EPIPE): its own reason is the error.
-  if (auto sent = SendDatagram(helper->control_fd(), hello); !sent) {
+  std::vector<int> hello_fds;
+  if (ca_files) hello_fds.push_back(ca_files.get());
+  if (auto sent = SendDatagram(helper->control_fd(), hello, hello_fds); !sent) {
     return helper->ExecFailureOr(sent.error());
   }
   // "ready" is awaited in SendCaptureSockets: the helper starts while the runner builds the

@@ -112,15 +112,16 @@ Result<std::string> NetworkHelperNextToExecutable();
 // How long the runner waits for each of the helper's answers before it gives up on it.
 inline constexpr int kNetworkHelperReplyTimeoutMs = 10'000;
 
-// audit_fd: the run's network log, opened O_APPEND by the caller (becomes the
-// helper's fd 4), or -1 for none; O_RDWR when the summary should carry its hash (netd reads
-// it back at stop). tls_json: the first message's "tls" object (NetworkTrust::netd_tls_json),
-// "" without inject rules; extra_ca_pems: the texts of network.extra_ca_files
-// (NetworkTrust::extra_ca_pems), which netd parses. The error says why the helper refused or
-// could not start.
+// audit_fd: the run's network log, a new empty file opened O_WRONLY|O_APPEND by the caller
+// (becomes the helper's fd 4), or -1 for none; netd hashes what it writes. tls_json: the first
+// message's "tls" object (NetworkTrust::netd_tls_json), "" without inject rules; ca_pems: the
+// texts of network.extra_ca_files then, with inject rules, upstream_ca_files
+// (NetworkTrust::netd_ca_pems), each at most kNetdMaxCaFileBytes + 1, sent in a sealed memfd
+// (any number of them fits; the hello datagram is 64 KiB). The error says why the helper
+// refused or could not start.
 Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(
     const std::string& binary, const std::string& run_id, const NetworkAllowlist& allowlist,
     int audit_fd, const std::string& tls_json = "",
-    const std::vector<std::string>& extra_ca_pems = {});
+    const std::vector<std::string>& ca_pems = {});
 
 }  // namespace sbx

@@ -4,21 +4,25 @@
 // How sbx-netd is started: fork + execve of the sbx-netd binary with argv {"sbx-netd"}, an
 // empty environment, stdin and stdout /dev/null, stderr inherited (fatal diagnostics only),
 // fd 3 the helper's end of a SOCK_SEQPACKET socketpair (the control socket) and, when the
-// run keeps an audit log, fd 4 the log opened O_RDWR|O_APPEND|O_CLOEXEC by the runner (netd
-// appends its records and reads the log back at stop for its hash).
+// run keeps an audit log, fd 4 the log, new and empty, opened O_WRONLY|O_APPEND|O_CLOEXEC by
+// the runner (netd appends its records and hashes them as it writes them).
 // Every other fd is closed. The helper dies with the runner (PR_SET_PDEATHSIG and EOF on fd 3).
 //
 // Messages are single SOCK_SEQPACKET datagrams holding one JSON object (at most
 // kNetdMaxMessage bytes), in this order:
 //  1. runner -> netd  {"v":1,"run":"<run id>","audit_log":true|false,
 //                      "network":<NetworkAllowlistToJson(...)>,
-//                      "extra_ca_pem":["...", ...],   (only when network.extra_ca_files is not
-//                                                     empty: file i's text, for netd to parse)
+//                      "ca_file_sizes":[N, ...],  (only when there are CA files to send, below)
 //                      "tls":{...}}            (only when network.inject is not empty)
+//     The CA files' texts do not travel in the datagram (a distribution's bundle is ~200 KB):
+//     with "ca_file_sizes", the message carries one fd (SCM_RIGHTS), a sealed memfd holding
+//     the texts back to back: network.extra_ca_files[0..], then, with inject rules,
+//     network.upstream_ca_files[0..]; ca_file_sizes[i] is text i's length, at most
+//     kNetdMaxCaFileBytes + 1 (the runner ends each text with a newline), and they add up to
+//     the memfd's size. netd reads it with pread (the runner's writes left the shared offset
+//     at the end).
 //     "tls" is what secret injection needs, resolved by the runner so netd reads no file:
-//       {"upstream_ca_pem":["...", ...],  network.upstream_ca_files[i]'s text, one per file;
-//                                         netd also trusts the host's store
-//        "secrets":[{"value":"Bearer sk-...","placeholder":"sbx-ph-<32 hex>"|""}, ...]}
+//       {"secrets":[{"value":"Bearer sk-...","placeholder":"sbx-ph-<32 hex>"|""}, ...]}
 //     secrets[i] belongs to network.inject[i]: `value` is the whole header value (format with
 //     {secret} replaced), `placeholder` what the sandbox's environment holds instead, if any.
 //     netd never writes a value or a placeholder to the log, stderr or a reply.
@@ -47,8 +51,9 @@
 //                      "denied_names":[<= 10 names],"bytes_up":N,"bytes_down":N,
 //                      "log_sha256":"<64 hex>"|""}}
 //                     log_sha256: of the audit log after netd's last record (its server
-//                     stopped), "" without a log or when fd 4 cannot be read; the runner
-//                     writes nothing to the log. Then netd closes every socket and exits 0.
+//                     stopped), kept as netd wrote it; "" without a log or when the file's
+//                     size is not what netd wrote. The runner writes nothing to the log.
+//                     Then netd closes every socket and exits 0.
 // EOF or an error on the control socket at any point makes netd exit at once. If netd exits
 // or its control socket hangs up before step 6, the runner kills the run.
 #pragma once
@@ -61,5 +66,8 @@ inline constexpr int kNetdControlFd = 3;
 inline constexpr int kNetdAuditLogFd = 4;
 inline constexpr size_t kNetdMaxMessage = 64 * 1024;
 inline constexpr size_t kNetdMaxFdsPerMessage = 200;  // below the kernel's SCM_MAX_FD (253)
+// One CA file of the policy (network.extra_ca_files[i], upstream_ca_files[i]); a bigger one
+// refuses the run, naming it. Bundles of whole distributions are ~200 KB.
+inline constexpr size_t kNetdMaxCaFileBytes = 1 << 20;
 
 }  // namespace sbx

@@ -17,9 +17,11 @@ namespace {
 constexpr int kHandOverTimeoutMs = 10'000;
 
 Result<UniqueFd> CreateLog(const std::string& path) {
-  // O_EXCL: a log is never appended to another run's, and never written through a symlink.
-  // O_RDWR: sbx-netd reads it back at stop for the hash the result reports.
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+  // O_EXCL: a log is never appended to another run's, and never written through a symlink;
+  // it starts empty, so sbx-netd's digest of what it wrote is the file's. Write-only: netd
+  // never reads it.
+  UniqueFd fd(
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd) {
     return SysError(ErrorCode::kInvalidInput,
                     "network log " + path + ": cannot create it (it must not exist yet; choose a new path)");
@@ -53,7 +55,7 @@ Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist
   run->log_ = std::move(*log);
   const std::string binary = options.helper_binary.empty() ? DefaultNetworkHelperPath() : options.helper_binary;
   auto helper = StartNetworkHelper(binary, options.run_id, allowlist, run->log_.get(),
-                                   run->trust_.netd_tls_json(), run->trust_.extra_ca_pems());
+                                   run->trust_.netd_tls_json(), run->trust_.netd_ca_pems());
   run->trust_.ForgetNetdTlsJson();
   if (!helper) {
     return helper.error().Context("network allowlist: sbx-netd (" + binary + ")");

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/fs_beneath.h"
+#include "sandbox/network_helper_protocol.h"
 #include "sandbox/pem_text.h"
 #include "sandbox/small_file.h"
 #include "sandbox/wipe.h"
@@ -19,7 +20,6 @@ namespace sbx {
 namespace {
 
 constexpr size_t kMaxSecretBytes = 8 * 1024;
-constexpr size_t kMaxCaFileBytes = 1 << 20;
 constexpr size_t kMaxImageBundleBytes = 4 << 20;
 
 // The variables TLS clients read for their trust bundle: OpenSSL (Python's ssl, curl's
@@ -28,9 +28,13 @@ constexpr const char* kBundleVariables[] = {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE
                                             "PIP_CERT", "NODE_EXTRA_CA_CERTS"};
 
 Result<std::string> ReadCaFile(const std::string& field, const std::string& path) {
-  auto text = ReadSmallFile(path, kMaxCaFileBytes + 1);
+  auto text = ReadSmallFile(path, kNetdMaxCaFileBytes + 1);
   if (!text) return text.error().Context(field);
-  if (text->size() > kMaxCaFileBytes) return InvalidInput(field + ": " + path + ": larger than 1 MiB");
+  if (text->size() > kNetdMaxCaFileBytes) {
+    return InvalidInput(field + ": " + path + ": larger than " +
+                        std::to_string(kNetdMaxCaFileBytes >> 20) +
+                        " MiB (sbx-netd's bound for one CA file); name a smaller bundle");
+  }
   if (!HasPemCertificate(*text)) {
     return InvalidInput(field + ": " + path +
                         ": no PEM certificate in it (-----BEGIN CERTIFICATE-----)");
@@ -146,7 +150,7 @@ NetworkTrust& NetworkTrust::operator=(NetworkTrust&& other) noexcept {
     WipeString(netd_tls_json_);
     sandbox_bundle_ = std::move(other.sandbox_bundle_);
     sandbox_env_ = std::move(other.sandbox_env_);
-    extra_ca_pems_ = std::move(other.extra_ca_pems_);
+    netd_ca_pems_ = std::move(other.netd_ca_pems_);
     netd_tls_json_ = std::move(other.netd_tls_json_);
     other.netd_tls_json_.clear();
   }
@@ -172,12 +176,13 @@ Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist& allowlist, int 
   if (!extra) return extra.error();
   trust.sandbox_bundle_ = *bundle;
   for (const std::string& pem : *extra) trust.sandbox_bundle_ += pem;
-  trust.extra_ca_pems_ = std::move(*extra);
+  trust.netd_ca_pems_ = std::move(*extra);
   for (const char* name : kBundleVariables) trust.sandbox_env_[name] = kSandboxCaBundlePath;
   if (allowlist.inject.empty()) return trust;
 
   auto upstream = ReadCaFiles("network.upstream_ca_files", allowlist.upstream_ca_files);
   if (!upstream) return upstream.error();
+  for (std::string& pem : *upstream) trust.netd_ca_pems_.push_back(std::move(pem));
 
   // Reserved up front: a growing string would leave copies of secrets in freed memory.
   std::string secrets;
@@ -213,13 +218,9 @@ Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist& allowlist, int 
   }
   secrets += "]";
 
-  nlohmann::json public_part = {{"upstream_ca_pem", *upstream}};
-  // PEM comments may hold any bytes: replaced rather than thrown on (a throw here would leave
-  // the secrets above unwiped).
-  std::string tls = public_part.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  tls.pop_back();
-  tls.reserve(tls.size() + secrets.size() + 16);
-  tls += ",\"secrets\":";
+  std::string tls;
+  tls.reserve(secrets.size() + 16);
+  tls += "{\"secrets\":";
   tls += secrets;
   tls += "}";
   WipeString(secrets);

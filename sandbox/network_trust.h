@@ -6,8 +6,8 @@
 //     run's CA and sends its certificate before "ready" (AddRunCa): the key never exists here;
 //   - each secret, read from sbx's environment or a file, and a random placeholder for the
 //     sandbox's environment where the rule asks for one;
-//   - the CA files' texts and the "tls" object of sbx-netd's first control message
-//     (network_helper_protocol.h); netd parses the certificates (the runner links no X.509
+//   - the CA files' texts (sent to sbx-netd in a memfd) and the "tls" object of its first
+//     control message (network_helper_protocol.h); netd parses the certificates (the runner links no X.509
 //     parser and checks only that each file has a PEM certificate block, pem_text.h).
 // A secret that cannot be read, a CA file without a certificate, an image without a bundle:
 // the run is refused (exit 125) with the field named, and nothing is started.
@@ -38,10 +38,12 @@ class NetworkTrust {
   const std::string& sandbox_bundle() const { return sandbox_bundle_; }
   // The CA-bundle variables and the placeholders, for the sandbox's environment.
   const std::map<std::string, std::string>& sandbox_env() const { return sandbox_env_; }
-  // extra_ca_pems()[i]: the text of network.extra_ca_files[i], for sbx-netd to parse.
-  const std::vector<std::string>& extra_ca_pems() const { return extra_ca_pems_; }
-  // The "tls" object as JSON ({"upstream_ca_pem":[...],"secrets":[...]}); "" without inject
-  // rules. It holds the secrets.
+  // The texts of network.extra_ca_files, then (with inject rules) of upstream_ca_files, in
+  // the policy's order, each at most kNetdMaxCaFileBytes + 1 (a final newline is added): for
+  // sbx-netd, which parses them all and trusts the upstream ones.
+  const std::vector<std::string>& netd_ca_pems() const { return netd_ca_pems_; }
+  // The "tls" object as JSON ({"secrets":[...]}); "" without inject rules. It holds the
+  // secrets.
   const std::string& netd_tls_json() const { return netd_tls_json_; }
   // Wipes the secrets once sbx-netd has them: the runner needs them no longer.
   void ForgetNetdTlsJson();
@@ -52,7 +54,7 @@ class NetworkTrust {
   friend Result<NetworkTrust> PrepareNetworkTrust(const NetworkAllowlist&, int);
   std::string sandbox_bundle_;
   std::map<std::string, std::string> sandbox_env_;
-  std::vector<std::string> extra_ca_pems_;
+  std::vector<std::string> netd_ca_pems_;
   std::string netd_tls_json_;
 };
 

@@ -1,6 +1,7 @@
 // Formats audit records as ASCII JSON lines and writes each with one write(2).
 #include "src/netd/audit_log.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -47,7 +48,16 @@ void AuditLog::Write(const nlohmann::ordered_json& fields) {
   do {
     written = ::write(fd_, line.data(), line.size());
   } while (written < 0 && errno == EINTR);
-  // A failed or short write (disk full) loses this line; the run's summary still counts it.
+  // A failed or short write (disk full) loses this line or its end; the run's summary still
+  // counts it. The digest takes what the file took, so it stays the file's.
+  if (written > 0) digest_.Update(line.data(), static_cast<size_t>(written));
+}
+
+std::string AuditLog::Sha256Hex() const {
+  if (fd_ < 0) return "";
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0 || static_cast<uint64_t>(info.st_size) != digest_.size()) return "";
+  return digest_.HexDigest();
 }
 
 void AuditLog::LogDns(const DnsAuditRecord& record) {

@@ -6,6 +6,8 @@
 // break a line or forge another one. Each line is written with a single write(2) to an
 // O_APPEND descriptor, so a reader never sees half a line from a live netd. What is never
 // written: secrets, placeholders, query strings, bodies; there is no field that could hold one.
+// The log's SHA-256 is kept as it is written (Sha256Hex), over exactly the bytes write(2)
+// took.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "src/netd/log_digest.h"
 
 namespace sbx::netd {
 
@@ -67,9 +71,11 @@ struct HttpAuditRecord {
   uint64_t ms = 0;
 };
 
+// Used from one thread (netd serves on one io_context).
 class AuditLog {
  public:
-  // fd < 0: nothing is written (the run keeps no log). The fd is borrowed.
+  // fd < 0: nothing is written (the run keeps no log). The fd is borrowed; it must be a new,
+  // empty file that nothing else writes to (the runner creates it O_EXCL for netd alone).
   AuditLog(int fd, std::string run_id) : fd_(fd), run_id_(std::move(run_id)) {}
 
   void LogDns(const DnsAuditRecord& record);
@@ -79,12 +85,19 @@ class AuditLog {
   // The line for `fields` as it would be written (with v, run, seq, ts first), for tests.
   std::string FormatLine(const nlohmann::ordered_json& fields);
 
+  // Lowercase hex SHA-256 of every byte written so far: the log's content, given an empty
+  // file with no other writer. "" without a log, or when the file's size is not the number of
+  // bytes written (something else wrote to or truncated it: the digest would not be the
+  // file's).
+  std::string Sha256Hex() const;
+
  private:
   void Write(const nlohmann::ordered_json& fields);
 
   int fd_;
   std::string run_id_;
   uint64_t seq_ = 0;
+  LogDigest digest_;
 };
 
 // "2026-11-29T18:30:01.123Z" for now.

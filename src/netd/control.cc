@@ -2,6 +2,8 @@
 #include "src/netd/control.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -18,6 +20,10 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kMaxRunId = 128;
+// network.extra_ca_files and upstream_ca_files: 16 entries each at most (policy_inject.cc),
+// each kNetdMaxCaFileBytes and the final newline the runner may add.
+constexpr size_t kMaxCaFiles = 32;
+constexpr size_t kMaxCaFileText = kNetdMaxCaFileBytes + 1;
 
 Error ProtocolError(const std::string& what) {
   return MakeError(ErrorCode::kInvalidInput, "control: " + what);
@@ -105,10 +111,69 @@ Result<json> ParseObject(const std::string& text, const std::set<std::string>& k
   return object;
 }
 
+// The CA files' texts: `ca_texts` cut at "ca_file_sizes", `count` of them (0: the key must be
+// absent and there must be no texts).
+Result<std::vector<std::string>> SplitCaTexts(const json& hello, size_t count,
+                                              const std::string& ca_texts) {
+  if (hello.contains("ca_file_sizes") != (count > 0)) {
+    return ProtocolError(count > 0 ? "ca_file_sizes: missing, but the policy names CA files"
+                                   : "ca_file_sizes: present, but the policy names no CA file");
+  }
+  std::vector<std::string> texts;
+  if (count == 0) {
+    if (!ca_texts.empty()) return ProtocolError("CA file texts, but the policy names no CA file");
+    return texts;
+  }
+  const json& sizes = hello["ca_file_sizes"];
+  if (!sizes.is_array() || sizes.size() != count) {
+    return ProtocolError("ca_file_sizes: expected " + std::to_string(count) +
+                         " sizes (one per network.extra_ca_files entry, then one per "
+                         "upstream_ca_files entry with inject rules)");
+  }
+  size_t at = 0;
+  for (const json& size : sizes) {
+    if (!size.is_number_unsigned() || size.get<uint64_t>() == 0 ||
+        size.get<uint64_t>() > kMaxCaFileText || size.get<uint64_t>() > ca_texts.size() - at) {
+      return ProtocolError("ca_file_sizes: expected sizes of 1 to " +
+                           std::to_string(kMaxCaFileText) + " bytes that add up to the " +
+                           std::to_string(ca_texts.size()) + " bytes of CA texts");
+    }
+    texts.push_back(ca_texts.substr(at, size.get<size_t>()));
+    at += size.get<size_t>();
+  }
+  if (at != ca_texts.size()) {
+    return ProtocolError("ca_file_sizes: add up to " + std::to_string(at) + " bytes, not the " +
+                         std::to_string(ca_texts.size()) + " bytes of CA texts");
+  }
+  return texts;
+}
+
+// The memfd of step 1, read whole from offset 0 (its shared offset is where the runner's
+// writes left it).
+Result<std::string> ReadCaTexts(int fd) {
+  struct stat info {};
+  if (fstat(fd, &info) != 0) return SysError(ErrorCode::kIo, "control: fstat(CA files memfd)");
+  if (!S_ISREG(info.st_mode) || info.st_size < 0 ||
+      static_cast<uint64_t>(info.st_size) > kMaxCaFiles * kMaxCaFileText) {
+    return ProtocolError("the CA files' fd is not a file of at most " +
+                         std::to_string(kMaxCaFiles * kMaxCaFileText) + " bytes");
+  }
+  std::string texts(static_cast<size_t>(info.st_size), '\0');
+  size_t at = 0;
+  while (at < texts.size()) {
+    const ssize_t got = pread(fd, texts.data() + at, texts.size() - at, static_cast<off_t>(at));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return SysError(ErrorCode::kIo, "control: pread(CA files memfd)");
+    if (got == 0) return ProtocolError("the CA files' memfd shrank while it was read");
+    at += static_cast<size_t>(got);
+  }
+  return texts;
+}
+
 }  // namespace
 
-Result<Hello> ParseHello(const std::string& text) {
-  auto object = ParseObject(text, {"v", "run", "audit_log", "network"}, {"extra_ca_pem", "tls"});
+Result<Hello> ParseHello(const std::string& text, const std::string& ca_texts) {
+  auto object = ParseObject(text, {"v", "run", "audit_log", "network"}, {"ca_file_sizes", "tls"});
   if (!object) return object.error();
   json& hello = *object;
   // The parser's copies of the secrets are wiped on every path out of here.
@@ -139,34 +204,42 @@ Result<Hello> ParseHello(const std::string& text) {
   if (!allowlist) return allowlist.error().Context("control: network");
   result.allowlist = std::move(*allowlist);
   const size_t extra_count = result.allowlist.extra_ca_files.size();
-  if (hello.contains("extra_ca_pem") != (extra_count > 0)) {
-    return ProtocolError(extra_count > 0 ? "extra_ca_pem: missing, but network.extra_ca_files has entries"
-                                         : "extra_ca_pem: present, but network.extra_ca_files is empty");
-  }
-  if (extra_count > 0) {
-    auto extra = ReadPemList(hello["extra_ca_pem"], extra_count, "network.extra_ca_files");
-    if (!extra) return extra.error().Context("control: extra_ca_pem");
-    result.extra_ca_pems = std::move(*extra);
-  }
   const size_t inject_count = result.allowlist.inject.size();
+  // The upstream CAs matter (and are sent) only with inject rules.
+  const size_t upstream_count = inject_count > 0 ? result.allowlist.upstream_ca_files.size() : 0;
+  auto ca_pems = SplitCaTexts(hello, extra_count + upstream_count, ca_texts);
+  if (!ca_pems) return ca_pems.error();
+  result.extra_ca_pems.assign(ca_pems->begin(), ca_pems->begin() + extra_count);
   if (hello.contains("tls") != (inject_count > 0)) {
     return ProtocolError(inject_count > 0 ? "tls: missing, but network.inject has rules"
                                           : "tls: present, but network.inject is empty");
   }
   if (inject_count > 0) {
-    auto tls = ParseTlsConfig(hello["tls"], inject_count, result.allowlist.upstream_ca_files.size());
+    auto tls = ParseTlsConfig(hello["tls"], inject_count);
     if (!tls) return tls.error();
     result.tls = std::move(*tls);
+    result.tls->upstream_ca_pems.assign(ca_pems->begin() + extra_count, ca_pems->end());
   }
   return result;
 }
 
 Result<Hello> ReceiveHello(int control_fd) {
-  auto text = ReceiveMessage(control_fd, nullptr);
+  std::vector<UniqueFd> fds;
+  auto text = ReceiveMessage(control_fd, &fds);
   if (!text) return text.error();
-  auto hello = ParseHello(*text);
-  WipeString(*text);  // it held the secrets
-  return hello;
+  // Wiped however this returns: it holds the secrets.
+  struct Wiper {
+    std::string& text;
+    ~Wiper() { WipeString(text); }
+  } wipe_text{*text};
+  if (fds.size() > 1) return ProtocolError("hello: more than one fd (the CA files' memfd)");
+  std::string ca_texts;
+  if (fds.size() == 1) {
+    auto read = ReadCaTexts(fds[0].get());
+    if (!read) return read.error();
+    ca_texts = std::move(*read);
+  }
+  return ParseHello(*text, ca_texts);
 }
 
 Result<std::vector<CaptureSocket>> ReceiveCaptureSockets(int control_fd) {

@@ -21,7 +21,8 @@
 
 namespace sbx::netd {
 
-// Step 1: {"v":1,"run":...,"audit_log":...,"network":...,"extra_ca_pem":[...],"tls":...}.
+// Step 1: {"v":1,"run":...,"audit_log":...,"network":...,"ca_file_sizes":[...],"tls":...}, with
+// the CA files' memfd when there are CA files.
 struct Hello {
   std::string run_id;
   bool audit_log = false;
@@ -33,9 +34,11 @@ struct Hello {
 };
 Result<Hello> ReceiveHello(int control_fd);
 // Parses step 1's message (strict: exactly those keys, "tls" exactly when network.inject is
-// not empty, "extra_ca_pem" exactly when network.extra_ca_files is not, v == 1, a run id of 1..128 printable ASCII bytes). The copies the JSON parser made
-// of the secrets are wiped; the caller wipes `text`.
-Result<Hello> ParseHello(const std::string& text);
+// not empty, "ca_file_sizes" exactly when there are CA files to send, v == 1, a run id of
+// 1..128 printable ASCII bytes). `ca_texts` is the memfd's content ("" without one), cut into
+// extra_ca_pems and tls->upstream_ca_pems at ca_file_sizes. The copies the JSON parser made of
+// the secrets are wiped; the caller wipes `text`.
+Result<Hello> ParseHello(const std::string& text, const std::string& ca_texts = "");
 
 struct CaptureSocket {
   CaptureProto proto = CaptureProto::kTcp;

@@ -15,7 +15,6 @@
 #include "src/netd/ca_files.h"
 #include "src/netd/control.h"
 #include "src/netd/hardening.h"
-#include "src/netd/log_digest.h"
 #include "src/netd/mitm_context.h"
 #include "src/netd/netd_context.h"
 #include "src/netd/netd_server.h"
@@ -94,15 +93,15 @@ int Serve() {
   if (auto sent = SendServing(kNetdControlFd); !sent) return 1;
 
   // 4. Serve until "stop" (answer the summary, exit 0) or until the runner hangs up (exit at
-  //    once: the run is over or the runner died, and nobody reads a summary). The log is
-  //    hashed once the server has stopped: no record follows.
+  //    once: the run is over or the runner died, and nobody reads a summary). The log's
+  //    digest is taken once the server has stopped: no record follows.
   int exit_code = 0;
   ControlWatcher watcher(io, kNetdControlFd);
   watcher.Start(
       [&] {
         server.Stop();
         RunSummary summary = context.counters.summary();
-        if (hello->audit_log) summary.log_sha256 = LogSha256(kNetdAuditLogFd);
+        summary.log_sha256 = context.log.Sha256Hex();
         exit_code = SendSummary(kNetdControlFd, summary) ? 0 : 1;
         io.stop();
       },

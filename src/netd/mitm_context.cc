@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "src/netd/openssl_error.h"
 #include "src/netd/tls_ca.h"
 
 namespace sbx::netd {
@@ -19,13 +20,7 @@ namespace ssl = boost::asio::ssl;
 // headers are not parsed here), so both legs speak HTTP/1.1.
 constexpr unsigned char kAlpnHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
-Error TlsSetupError(const std::string& what) {
-  const unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  char text[256] = "unknown error";
-  if (code != 0) ERR_error_string_n(code, text, sizeof(text));
-  return MakeError(ErrorCode::kSetupFailed, "tls: " + what + ": " + text);
-}
+Error TlsSetupError(const std::string& what) { return OpenSslError(ErrorCode::kSetupFailed, what); }
 
 int SelectHttp11(SSL*, const unsigned char** out, unsigned char* out_length,
                  const unsigned char* offered, unsigned int offered_length, void*) {

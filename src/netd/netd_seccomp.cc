@@ -37,7 +37,7 @@ const std::vector<SeccompRule>& NetdAllowedSyscalls() {
       {"write", "sockets, the audit log, stderr"},
       {"readv", "sockets"},
       {"writev", "sockets, stderr"},
-      {"pread64", "NSS module loading, the audit log read back for its hash at stop"},
+      {"pread64", "NSS module loading (ELF headers); the CA files' memfd (offset at its end)"},
       {"lseek", "glibc stdio on /etc files"},
       {"close", "every fd"},
       {"fcntl", "O_NONBLOCK, FD_CLOEXEC, F_SETPIPE_SZ"},

@@ -22,7 +22,7 @@ struct RunSummary {
   std::vector<std::string> denied_names;
   uint64_t bytes_up = 0;    // sandbox -> upstream, every connection together
   uint64_t bytes_down = 0;  // upstream -> sandbox
-  std::string log_sha256;   // filled at stop (log_digest.h); "" without an audit log
+  std::string log_sha256;   // filled at stop (AuditLog::Sha256Hex); "" without an audit log
 };
 
 class RunCounters {

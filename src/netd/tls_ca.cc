@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "sandbox/network_rules.h"
+#include "src/netd/openssl_error.h"
 
 namespace sbx::netd {
 namespace {
@@ -35,15 +36,8 @@ using ExtensionPtr = std::unique_ptr<X509_EXTENSION, OpenSslDeleter<X509_EXTENSI
 constexpr long kBackdateSeconds = 3600;
 constexpr long kLifetimeSeconds = 24 * 3600;
 
-// The message of OpenSSL's most recent error (and the queue emptied, so it cannot be
-// misattributed to a later call).
-Error CryptoError(const std::string& what) {
-  const unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  char text[256] = "unknown error";
-  if (code != 0) ERR_error_string_n(code, text, sizeof(text));
-  return MakeError(ErrorCode::kInternal, "tls: " + what + ": " + text);
-}
+// libcrypto failing here is an internal error: nothing in a policy leads to it.
+Error CryptoError(const std::string& what) { return OpenSslError(ErrorCode::kInternal, what); }
 
 Result<KeyPtr> NewP256Key() {
   KeyPtr key(EVP_EC_gen("P-256"));

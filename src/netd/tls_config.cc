@@ -25,7 +25,7 @@ Result<void> CheckKeys(const json& object, const std::string& field,
     if (!object.contains(key)) return TlsError(field, "missing key \"" + key + "\"");
   }
   for (const auto& [key, value] : object.items()) {
-    if (!value.is_string() && key != "secrets" && key != "upstream_ca_pem") {
+    if (!value.is_string() && key != "secrets") {
       return TlsError(field + "." + key, "expected a string");
     }
   }
@@ -52,13 +52,9 @@ bool IsHeaderValue(std::string_view text) {
   return true;
 }
 
-Result<TlsConfig> Read(const json& tls, size_t inject_count, size_t upstream_ca_count) {
-  SBX_TRY(CheckKeys(tls, "", {"upstream_ca_pem", "secrets"}));
+Result<TlsConfig> Read(const json& tls, size_t inject_count) {
+  SBX_TRY(CheckKeys(tls, "", {"secrets"}));
   TlsConfig config;
-  auto upstream = ReadPemList(tls["upstream_ca_pem"], upstream_ca_count,
-                              "network.upstream_ca_files");
-  if (!upstream) return upstream.error().Context("control: tls.upstream_ca_pem");
-  config.upstream_ca_pems = std::move(*upstream);
   const json& secrets = tls["secrets"];
   if (!secrets.is_array()) return TlsError(".secrets", "expected a list");
   if (secrets.size() != inject_count) {
@@ -91,22 +87,8 @@ void WipeJsonStrings(json& value) {
   }
 }
 
-Result<std::vector<std::string>> ReadPemList(const json& list, size_t expected,
-                                             const std::string& policy_field) {
-  if (!list.is_array() || list.size() != expected) {
-    return InvalidInput("expected a list of " + std::to_string(expected) +
-                        " strings (one per " + policy_field + " entry)");
-  }
-  std::vector<std::string> pems;
-  for (const json& pem : list) {
-    if (!pem.is_string()) return InvalidInput("expected a list of strings");
-    pems.push_back(pem.get<std::string>());
-  }
-  return pems;
-}
-
-Result<TlsConfig> ParseTlsConfig(json& tls, size_t inject_count, size_t upstream_ca_count) {
-  auto config = Read(tls, inject_count, upstream_ca_count);
+Result<TlsConfig> ParseTlsConfig(json& tls, size_t inject_count) {
+  auto config = Read(tls, inject_count);
   WipeJsonStrings(tls);
   return config;
 }

@@ -21,20 +21,15 @@ struct InjectSecret {
 
 // The run's CA is not here: netd mints it (MitmContext), so its key never leaves netd.
 struct TlsConfig {
-  std::vector<std::string> upstream_ca_pems;  // upstream_ca_pems[i]: network.upstream_ca_files[i]
+  // upstream_ca_pems[i]: network.upstream_ca_files[i], from the CA files' memfd (control.h).
+  std::vector<std::string> upstream_ca_pems;
   std::vector<InjectSecret> secrets;
 };
 
-// Strict: exactly the two keys, upstream_ca_pem a list of upstream_ca_count strings,
-// secrets.size() == inject_count,
-// each secret {"value":...,"placeholder":...}. Errors name the field ("tls.secrets[1].value")
-// and never quote a value. The secret strings in `tls` are wiped once copied, even on error.
-Result<TlsConfig> ParseTlsConfig(nlohmann::json& tls, size_t inject_count,
-                                 size_t upstream_ca_count);
-
-// A list of `expected` PEM texts, one per entry of the policy's `policy_field`.
-Result<std::vector<std::string>> ReadPemList(const nlohmann::json& list, size_t expected,
-                                             const std::string& policy_field);
+// Strict: exactly {"secrets":[...]}, secrets.size() == inject_count, each secret
+// {"value":...,"placeholder":...}. Errors name the field ("tls.secrets[1].value") and never
+// quote a value. The secret strings in `tls` are wiped once copied, even on error.
+Result<TlsConfig> ParseTlsConfig(nlohmann::json& tls, size_t inject_count);
 
 // Wipes every string in `value` (recursively) in place.
 void WipeJsonStrings(nlohmann::json& value);

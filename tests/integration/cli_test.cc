@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -136,6 +137,45 @@ TEST(Cli, ACaFileThatIsNotX509IsRefusedWith125NamingItBeforeTheProgramRuns) {
                          "/bin/sh", "-c", "echo ran > /workspace/trace"});
   EXPECT_EQ(control.exit_code, 0) << control.output;
   EXPECT_TRUE(std::filesystem::exists(workspace.path() + "/trace"));
+}
+
+// A CA bundle well above the control protocol's 64 KiB datagram (the image's own, about 200 KB)
+// reaches sbx-netd whole: every certificate in it is parsed and the run goes ahead, with the
+// whole bundle in the sandbox's trust store.
+TEST(Cli, ALargeCaBundleInExtraCaFilesIsAccepted) {
+  ScratchDir dir;
+  const std::string bundle = TestImage() + "/etc/ssl/certs/ca-certificates.crt";
+  const auto size = std::filesystem::file_size(bundle);
+  ASSERT_GT(size, 100u * 1024) << bundle << " is too small to show anything";
+  const std::string policy = dir.path() + "/policy.json";
+  std::ofstream(policy) << R"({"network": {"mode": "allowlist", "allow": ["example.test"],
+                                           "extra_ca_files": [")" << bundle << R"("]}})";
+  HostRun run = Sbx({"run", "--policy", policy, "--", "/bin/sh", "-c",
+                     "wc -c < \"$SSL_CERT_FILE\""});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_GE(std::atoll(run.output.c_str()), static_cast<long long>(2 * size)) << run.output;
+}
+
+// Beyond the documented bound (1 MiB a file) the run is refused, naming the field.
+TEST(Cli, ACaFileOverTheBoundIsRefusedWith125NamingIt) {
+  ScratchDir dir;
+  const std::string bundle = TestImage() + "/etc/ssl/certs/ca-certificates.crt";
+  const std::string big = dir.path() + "/big.pem";
+  {
+    std::ifstream in(bundle);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    ASSERT_FALSE(text.empty());
+    std::ofstream out(big);
+    for (size_t written = 0; written <= (1u << 20); written += text.size()) out << text;
+  }
+  const std::string policy = dir.path() + "/policy.json";
+  std::ofstream(policy) << R"({"network": {"mode": "allowlist", "allow": ["example.test"],
+                                           "extra_ca_files": [")" << big << R"("]}})";
+  HostRun run = Sbx({"run", "--policy", policy, "--", "/bin/true"});
+  EXPECT_EQ(run.exit_code, 125) << run.output;
+  EXPECT_NE(run.output.find("network.extra_ca_files[0]: " + big + ": larger than 1 MiB"),
+            std::string::npos)
+      << run.output;
 }
 
 TEST(Cli, OversizedArgumentIsRefusedBeforeAnythingIsCreated) {

@@ -11,6 +11,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <strings.h>
@@ -302,9 +303,13 @@ class NetdMitmTest : public ::testing::Test {
                   {"run", "run-mitm"},
                   {"audit_log", true},
                   {"network", network},
-                  {"tls",
-                   {{"upstream_ca_pem", {upstream_ca_pem}},
-                    {"secrets", {{{"value", kSecret}, {"placeholder", kPlaceholder}}}}}}};
+                  {"ca_file_sizes", {upstream_ca_pem.size()}},
+                  {"tls", {{"secrets", {{{"value", kSecret}, {"placeholder", kPlaceholder}}}}}}};
+    // The upstream CA travels as the runner sends it: in a memfd handed over with the hello.
+    UniqueFd ca_files(memfd_create("upstream-ca", MFD_CLOEXEC));
+    ASSERT_TRUE(ca_files);
+    ASSERT_EQ(write(ca_files.get(), upstream_ca_pem.data(), upstream_ca_pem.size()),
+              static_cast<ssize_t>(upstream_ca_pem.size()));
     int pair[2];
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
     control_ = UniqueFd(pair[0]);
@@ -324,7 +329,7 @@ class NetdMitmTest : public ::testing::Test {
       _exit(127);
     }
     child_end.reset();
-    Send(hello.dump());
+    SendWithFds(hello.dump(), {ca_files.get()});
     const json ca = json::parse(Receive(), nullptr, false);
     ASSERT_TRUE(ca.is_object() && ca.contains("ca_cert_pem")) << ca.dump();
     EXPECT_EQ(ca.size(), 1u) << "the certificate only: the run CA's key stays in netd";
@@ -332,21 +337,7 @@ class NetdMitmTest : public ::testing::Test {
     ASSERT_EQ(Receive(), R"({"ready":true})");
     const json capture = {{"capture", {{{"proto", "tcp"}, {"port", 443}}, {{"proto", "tcp"}, {"port", 80}}}},
                           {"last", true}};
-    const std::string text = capture.dump();
-    int fds[2] = {sandbox_.tcp443.get(), sandbox_.tcp80.get()};
-    char control[CMSG_SPACE(sizeof(fds))] = {};
-    iovec iov{const_cast<char*>(text.data()), text.size()};
-    msghdr message{};
-    message.msg_iov = &iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof(control);
-    cmsghdr* cmsg = CMSG_FIRSTHDR(&message);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(fds));
-    std::memcpy(CMSG_DATA(cmsg), fds, sizeof(fds));
-    ASSERT_EQ(sendmsg(control_.get(), &message, 0), static_cast<ssize_t>(text.size()));
+    SendWithFds(capture.dump(), {sandbox_.tcp443.get(), sandbox_.tcp80.get()});
     ASSERT_EQ(Receive(), R"({"serving":true})");
   }
 
@@ -370,6 +361,23 @@ class NetdMitmTest : public ::testing::Test {
       if (record["ev"] == ev) records.push_back(record);
     }
     return records;
+  }
+
+  // One datagram with `fds` attached (SCM_RIGHTS).
+  void SendWithFds(const std::string& text, const std::vector<int>& fds) {
+    std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
+    iovec iov{const_cast<char*>(text.data()), text.size()};
+    msghdr message{};
+    message.msg_iov = &iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.data();
+    message.msg_controllen = control.size();
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&message);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
+    ASSERT_EQ(sendmsg(control_.get(), &message, 0), static_cast<ssize_t>(text.size()));
   }
 
   void Send(const std::string& text) {

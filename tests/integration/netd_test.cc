@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/unique_fd.h"
+#include "tests/integration/network_audit.h"
 
 namespace sbx {
 namespace {
@@ -520,6 +521,8 @@ TEST_F(NetdTest, ServesDnsRelaysAllowedConnectionsDeniesOthersAndSummarizes) {
             "unmapped_fake_ip");
   EXPECT_EQ(find("conn", "host", "evil.test")["reason"], "host_mismatch");
   EXPECT_EQ(find("conn", "name", "nonexistent.sbx.invalid")["reason"], "resolve_failed");
+  // The log is write-only, as the runner opens it: netd hashed what it wrote, as it wrote it.
+  EXPECT_EQ(summary->log_sha256, testing::Sha256Of(log_path_));
 }
 
 TEST_F(NetdTest, LimitsConnectionsAndEgressBytes) {

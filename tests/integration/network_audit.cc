@@ -30,13 +30,13 @@ bool PortIs(const nlohmann::json& record, int port) {
          dst.compare(dst.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+}  // namespace
+
 std::string Sha256Of(const std::string& path) {
   auto run = nettest::RunBounded({"/usr/bin/sha256sum", path}, 30);
   if (!run || run->exit_code != 0) return "";
   return run->out.substr(0, run->out.find(' '));
 }
-
-}  // namespace
 
 AuditLog ReadAuditLog(const nlohmann::json& run_result) {
   AuditLog log;

@@ -36,6 +36,10 @@ struct AuditLog {
 // log_sha256, counters present). Adds a test failure and returns no records when it cannot.
 AuditLog ReadAuditLog(const nlohmann::json& run_result);
 
+// coreutils' sha256sum of the file (lowercase hex), to check netd's digest against; "" when
+// it cannot be computed.
+std::string Sha256Of(const std::string& path);
+
 // Matches records on every non-empty field; `dst` and `upstream` compare whole strings.
 struct AuditMatch {
   std::string ev{};

@@ -56,8 +56,7 @@ std::string InjectHello(const nlohmann::json& tls, const nlohmann::json& inject 
 }
 
 nlohmann::json Tls() {
-  return {{"upstream_ca_pem", nlohmann::json::array()},
-          {"secrets",
+  return {{"secrets",
            {{{"value", "Bearer sk-secret-1"},
              {"placeholder", "sbx-ph-0123456789abcdef0123456789abcdef"}}}}};
 }
@@ -96,13 +95,12 @@ TEST(ParseHello, RefusesAMalformedTlsObjectNamingTheField) {
     tls.erase(key);
     return tls;
   };
-  cases.push_back({"tls: missing key \"upstream_ca_pem\"", without("upstream_ca_pem")});
+  cases.push_back({"tls: missing key \"secrets\"", without("secrets")});
   cases.push_back({"tls: unknown key \"extra\"", with("/extra", "x")});
   // The run's CA is netd's own: a runner that sends one is refused.
   cases.push_back({"tls: unknown key \"ca_key_pem\"", with("/ca_key_pem", "KEY")});
-  cases.push_back({"tls.upstream_ca_pem", with("/upstream_ca_pem", nullptr)});
-  cases.push_back({"tls.upstream_ca_pem: expected a list of 0 strings (one per "
-                   "network.upstream_ca_files entry)",
+  // The upstream CAs come in the CA files' memfd, not in "tls".
+  cases.push_back({"tls: unknown key \"upstream_ca_pem\"",
                    with("/upstream_ca_pem", nlohmann::json::array({"PEM"}))});
   cases.push_back({"tls.secrets", with("/secrets", "x")});
   cases.push_back({"tls.secrets: expected 1", with("/secrets", nlohmann::json::array())});
@@ -134,8 +132,9 @@ TEST(ParseHello, RefusesAMalformedTlsObjectNamingTheField) {
                                                      "header":"A","extra":1}])"))));
 }
 
-// The extra CA files' texts come with the hello, one per network.extra_ca_files entry.
-TEST(ParseHello, ReadsTheExtraCaTexts) {
+// The CA files' texts come in a memfd (ReceiveHello reads it), cut at "ca_file_sizes": the
+// extra CAs, then, with inject rules, the upstream CAs.
+TEST(ParseHello, CutsTheCaTextsIntoExtraAndUpstreamCas) {
   NetworkAllowlist allowlist;
   allowlist.allow.push_back(*ParseNetworkRule("api.test", "allow"));
   allowlist.extra_ca_files = {"/etc/corp/a.pem", "/etc/corp/b.pem"};
@@ -143,21 +142,48 @@ TEST(ParseHello, ReadsTheExtraCaTexts) {
                           {"run", "r1"},
                           {"audit_log", false},
                           {"network", nlohmann::json::parse(NetworkAllowlistToJson(allowlist))},
-                          {"extra_ca_pem", {"A", "B"}}};
-  auto parsed = ParseHello(hello.dump());
+                          {"ca_file_sizes", {2, 3}}};
+  auto parsed = ParseHello(hello.dump(), "AABBB");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  EXPECT_EQ(parsed->extra_ca_pems, (std::vector<std::string>{"A", "B"}));
-  hello["extra_ca_pem"] = {"A"};
-  parsed = ParseHello(hello.dump());
-  ASSERT_FALSE(parsed);
-  EXPECT_NE(parsed.error().message.find("extra_ca_pem: expected a list of 2 strings"),
-            std::string::npos)
-      << parsed.error().message;
-  hello.erase("extra_ca_pem");
-  parsed = ParseHello(hello.dump());
-  ASSERT_FALSE(parsed);
-  EXPECT_NE(parsed.error().message.find("extra_ca_pem: missing"), std::string::npos);
-  EXPECT_FALSE(ParseHello(HelloText("r1", R"(,"extra_ca_pem":["A"])")));
+  EXPECT_EQ(parsed->extra_ca_pems, (std::vector<std::string>{"AA", "BBB"}));
+  struct Case {
+    nlohmann::json sizes;
+    std::string texts;
+    std::string must_mention;
+  };
+  for (const Case& bad : std::vector<Case>{
+           {{2}, "AA", "ca_file_sizes: expected 2 sizes"},
+           {{2, 2}, "AABBB", "add up to 4 bytes, not the 5"},
+           {{2, 4}, "AABBB", "expected sizes of 1 to"},
+           {{0, 5}, "AABBB", "expected sizes of 1 to"},
+           {{2, (1 << 20) + 2}, "AABBB", "expected sizes of 1 to 1048577 bytes"},
+           {{"2", 3}, "AABBB", "expected sizes of 1 to"},
+           {nullptr, "AABBB", "ca_file_sizes: missing"},
+       }) {
+    if (bad.sizes.is_null()) {
+      hello.erase("ca_file_sizes");
+    } else {
+      hello["ca_file_sizes"] = bad.sizes;
+    }
+    parsed = ParseHello(hello.dump(), bad.texts);
+    ASSERT_FALSE(parsed) << bad.must_mention;
+    EXPECT_NE(parsed.error().message.find(bad.must_mention), std::string::npos)
+        << parsed.error().message;
+  }
+  EXPECT_FALSE(ParseHello(HelloText("r1", R"(,"ca_file_sizes":[1])"), "A"));
+  EXPECT_FALSE(ParseHello(HelloText("r1"), "A")) << "texts without CA files";
+
+  // With inject rules, the upstream CAs follow the extra ones.
+  auto network = nlohmann::json::parse(InjectHello(Tls()))["network"];
+  network["extra_ca_files"] = {"/etc/corp/a.pem"};
+  network["upstream_ca_files"] = {"/etc/corp/up1.pem", "/etc/corp/up2.pem"};
+  nlohmann::json inject = {{"v", 1},   {"run", "r1"},           {"audit_log", false},
+                           {"network", network}, {"ca_file_sizes", {1, 2, 3}}, {"tls", Tls()}};
+  parsed = ParseHello(inject.dump(), "ABBCCC");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->extra_ca_pems, std::vector<std::string>{"A"});
+  ASSERT_TRUE(parsed->tls);
+  EXPECT_EQ(parsed->tls->upstream_ca_pems, (std::vector<std::string>{"BB", "CCC"}));
 }
 
 TEST(WipeJsonStrings, OverwritesEveryString) {

@@ -72,7 +72,7 @@ TEST_F(NetworkTrustTest, ExtraCasJoinTheImageBundle) {
   EXPECT_EQ(trust->sandbox_env().at("SSL_CERT_FILE"), kSandboxCaBundlePath);
   EXPECT_EQ(trust->sandbox_env().at("PIP_CERT"), kSandboxCaBundlePath);
   EXPECT_EQ(trust->sandbox_env().at("NODE_EXTRA_CA_CERTS"), kSandboxCaBundlePath);
-  EXPECT_EQ(trust->extra_ca_pems(), std::vector<std::string>{corp_pem_}) << "for sbx-netd to parse";
+  EXPECT_EQ(trust->netd_ca_pems(), std::vector<std::string>{corp_pem_}) << "for sbx-netd to parse";
   EXPECT_EQ(trust->netd_tls_json(), "") << "no inject rule, no secrets for sbx-netd";
 }
 
@@ -89,7 +89,9 @@ TEST_F(NetworkTrustTest, InjectSendsTheSecretToNetdOnlyAndTrustsTheCaNetdMinted)
   EXPECT_EQ(placeholder.size(), 7u + 32u);
   EXPECT_EQ(placeholder.rfind("sbx-ph-", 0), 0u);
   EXPECT_EQ(trust->sandbox_env().at("API_KEY"), placeholder);
-  EXPECT_EQ(tls["upstream_ca_pem"], std::vector<std::string>{corp_pem_});
+  // The upstream CA goes to netd with the CA files (a memfd), not in the secrets' message.
+  EXPECT_EQ(trust->netd_ca_pems(), std::vector<std::string>{corp_pem_});
+  EXPECT_EQ(tls.size(), 1u) << tls.dump();
   EXPECT_FALSE(tls.contains("ca_key_pem")) << "the run CA's key never exists in the runner";
   // The sandbox trusts the image's CAs and, once netd answers, the run's CA; it holds no secret.
   EXPECT_EQ(trust->sandbox_bundle(), image_bundle_);
