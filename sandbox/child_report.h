@@ -37,6 +37,7 @@ enum class ChildStep : uint32_t {
   kExec,
   kInitSignals,
   kNetworkRoutes,
+  kNetworkRedirect,
   kNetworkCapture,
   kResolvConf,
   kCaBundle,

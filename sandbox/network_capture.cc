@@ -12,14 +12,15 @@
 #include <cstring>
 
 #include "sandbox/network_helper_protocol.h"
+#include "sandbox/network_redirect.h"
 
 namespace sbx {
 namespace {
 
 // How each fd of a batch is described in the message body, one entry per fd, same order.
 struct WireEntry {
-  uint8_t tcp;
-  uint8_t proxy;  // 1: the proxy_env listener
+  CaptureKind kind;
+  uint8_t reserved;
   uint16_t port;
 };
 
@@ -168,11 +169,16 @@ int Fail(ChildStep step, int err, ChildStep* failed_step) {
 
 }  // namespace
 
-CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, uint16_t proxy_port,
-                               int send_fd) {
+CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, bool redirect_all,
+                               uint16_t proxy_port, int send_fd) {
   CapturePlan plan;
   plan.enabled = true;
   plan.tcp_ports = tcp_ports;
+  plan.redirect_all = redirect_all;
+  if (redirect_all) {
+    plan.redirect_v4 = BuildRedirectBatch(AF_INET, kRedirectCapturePort);
+    plan.redirect_v6 = BuildRedirectBatch(AF_INET6, kRedirectCapturePort);
+  }
   plan.proxy_port = proxy_port;
   plan.send_fd = send_fd;
   plan.fds.assign(plan.SocketCount(), -1);
@@ -184,6 +190,13 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
   // Without the IPv6 route (IPv6 disabled) IPv6 destinations are unreachable, which is as
   // closed as captured; with it they reach the dual-stack listeners and are logged.
   const bool have_v6 = AddLocalDefaultRoute(AF_INET6) == 0;
+  if (plan.redirect_all) {
+    // Both families or no run: an IPv6 connection that missed the redirect would reach no
+    // listener (refused, but unlogged), and `*` promises that every port is captured.
+    int err = InstallNetfilterBatch(plan.redirect_v4, kRedirectBatchAcks);
+    if (err == 0 && have_v6) err = InstallNetfilterBatch(plan.redirect_v6, kRedirectBatchAcks);
+    if (err != 0) return Fail(ChildStep::kNetworkRedirect, err, failed_step);
+  }
   // The entries live on this stack: at most the ports' count (bounded by the policy) + 2.
   constexpr size_t kMaxEntries = 1024;
   if (plan.SocketCount() > kMaxEntries) return Fail(ChildStep::kNetworkCapture, E2BIG, failed_step);
@@ -197,7 +210,16 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
       break;
     }
     plan.fds[count] = fd;
-    entries[count++] = {1, 0, port};
+    entries[count++] = {CaptureKind::kTcp, 0, port};
+  }
+  if (err == 0 && plan.redirect_all) {
+    int fd = ListenTcp(kRedirectCapturePort);
+    if (fd < 0) {
+      err = -fd;
+    } else {
+      plan.fds[count] = fd;
+      entries[count++] = {CaptureKind::kRedirect, 0, kRedirectCapturePort};
+    }
   }
   if (err == 0 && plan.proxy_port != 0) {
     int fd = ListenProxy(plan.proxy_port);
@@ -205,7 +227,7 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
       err = -fd;
     } else {
       plan.fds[count] = fd;
-      entries[count++] = {1, 1, plan.proxy_port};
+      entries[count++] = {CaptureKind::kProxy, 0, plan.proxy_port};
     }
   }
   for (int family : {AF_INET, AF_INET6}) {
@@ -216,7 +238,7 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
       break;
     }
     plan.fds[count] = fd;
-    entries[count++] = {0, 0, 53};
+    entries[count++] = {CaptureKind::kUdp, 0, 53};
   }
   if (err == 0) err = SendBatches(plan.send_fd, plan.fds.data(), entries, count);
   for (size_t i = 0; i < count; ++i) ::close(plan.fds[i]);
@@ -256,7 +278,7 @@ std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int 
       for (size_t i = 0; i < n; ++i, ++received) {
         if (received < described) {
           const WireEntry& entry = entries[received];
-          sockets.push_back({entry.tcp != 0, entry.proxy != 0, entry.port, fds[i]});
+          sockets.push_back({entry.kind, entry.port, fds[i]});
         } else {
           ::close(fds[i]);  // more fds than descriptions: never from our child
         }
@@ -266,14 +288,21 @@ std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int 
   }
   // Anything short of the complete, expected set is no capture at all: the run must not start
   // with a port silently uncaptured.
-  size_t tcp = 0, proxy = 0;
+  size_t tcp = 0, redirect = 0, proxy = 0, unknown = 0;
   for (const auto& socket : sockets) {
-    tcp += socket.tcp && !socket.proxy ? 1 : 0;
-    proxy += socket.proxy ? 1 : 0;
+    switch (socket.kind) {
+      case CaptureKind::kTcp: ++tcp; break;
+      case CaptureKind::kRedirect: ++redirect; break;
+      case CaptureKind::kProxy: ++proxy; break;
+      case CaptureKind::kUdp: break;
+      default: ++unknown;  // a kind byte our child never sends
+    }
   }
+  const size_t expected_redirect = plan.redirect_all ? 1 : 0;
   const size_t expected_proxy = plan.proxy_port != 0 ? 1 : 0;
-  if (!complete || tcp != plan.tcp_ports.size() || proxy != expected_proxy ||
-      sockets.size() < plan.tcp_ports.size() + expected_proxy + 1) {
+  if (!complete || unknown != 0 || tcp != plan.tcp_ports.size() ||
+      redirect != expected_redirect || proxy != expected_proxy ||
+      sockets.size() < plan.tcp_ports.size() + expected_redirect + expected_proxy + 1) {
     for (const auto& socket : sockets) ::close(socket.fd);
     sockets.clear();
   }

@@ -15,35 +15,42 @@
 #include <vector>
 
 #include "sandbox/child_report.h"
+#include "sandbox/network_helper_protocol.h"
 
 namespace sbx {
 
 // What the child binds, in the order the fds are sent: one dual-stack TCP listener per
-// port, the proxy's TCP listener on 127.0.0.1:proxy_port (proxy_env only), then UDP 53 on
-// 0.0.0.0 and (when the kernel has IPv6) on [::].
+// port, or (all-port capture) the nf_tables redirect and one dual-stack listener on
+// kRedirectCapturePort; the proxy's TCP listener on 127.0.0.1:proxy_port (proxy_env only),
+// then UDP 53 on 0.0.0.0 and (when the kernel has IPv6) on [::].
 struct CapturePlan {
   bool enabled = false;
   std::vector<uint16_t> tcp_ports;
+  bool redirect_all = false;
+  // The redirect's netlink batches, built by the runner (network_redirect.h).
+  std::vector<uint8_t> redirect_v4, redirect_v6;
   uint16_t proxy_port = 0;  // 0: no proxy listener
   int send_fd = -1;  // the child's end of the capture socketpair (SOCK_SEQPACKET)
   // Room for the fds, sized by the runner (the child must not allocate).
   mutable std::vector<int> fds;
 
-  size_t SocketCount() const { return tcp_ports.size() + (proxy_port != 0 ? 1 : 0) + 2; }
+  size_t SocketCount() const {
+    return tcp_ports.size() + (redirect_all ? 1 : 0) + (proxy_port != 0 ? 1 : 0) + 2;
+  }
 };
 
-CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, uint16_t proxy_port,
-                               int send_fd);
+// `redirect_all` (all-port capture) takes the place of `tcp_ports`, which must then be empty.
+CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, bool redirect_all,
+                               uint16_t proxy_port, int send_fd);
 
 // Child, in its new network namespace with lo up and its namespace capabilities: adds the
-// local default routes, binds and sends every capture socket, closes them. 0 or an errno,
+// local default routes (and the redirect), binds and sends every capture socket, closes them. 0 or an errno,
 // with *failed_step naming what failed. Async-signal-safe.
 int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step);
 
 // One socket the runner received, matched with what it is.
 struct CapturedSocket {
-  bool tcp = true;
-  bool proxy = false;  // the proxy_env listener (TCP)
+  CaptureKind kind = CaptureKind::kTcp;
   uint16_t port = 0;
   int fd = -1;  // owned by the receiver
 };

@@ -134,7 +134,18 @@ bool AllowPrivateCovers(const NetworkAllowlist& policy, const IpAddress& address
                      [&](const NetworkRule& rule) { return rule.MatchesAddress(address, port); });
 }
 
+bool CapturesAllPorts(const NetworkAllowlist& policy) {
+  for (const auto* rules : {&policy.allow, &policy.allow_private}) {
+    if (std::any_of(rules->begin(), rules->end(),
+                    [](const NetworkRule& rule) { return rule.ports.any; })) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::vector<uint16_t> CapturePorts(const NetworkAllowlist& policy) {
+  if (CapturesAllPorts(policy)) return {};  // one redirected listener takes every port
   std::set<uint16_t> ports = FixedCapturePorts();
   for (const auto* rules : {&policy.allow, &policy.allow_private}) {
     for (const NetworkRule& rule : *rules) AddPorts(rule.ports, ports);
@@ -143,18 +154,15 @@ std::vector<uint16_t> CapturePorts(const NetworkAllowlist& policy) {
 }
 
 Result<void> CheckCapturePorts(const NetworkAllowlist& policy, const std::string& field) {
+  // All-port capture needs no socket per port, and redirects nothing to loopback, where the
+  // proxy_env listener lives: neither limit below applies.
+  if (CapturesAllPorts(policy)) return Ok{};
   std::set<uint16_t> ports = FixedCapturePorts();
   for (const auto& [list, rules] :
        {std::pair{"allow", &policy.allow}, std::pair{"allow_private", &policy.allow_private}}) {
     for (size_t i = 0; i < rules->size(); ++i) {
       const NetworkRule& rule = (*rules)[i];
       const std::string where = field + "." + Label(list, i) + ": \"" + rule.text + "\": ";
-      if (rule.ports.any) {
-        return InvalidInput(
-            where +
-            "port * cannot be captured: the sandbox needs a listening socket per port; "
-            "list the ports (at most 512 in all)");
-      }
       AddPorts(rule.ports, ports);
       if (policy.proxy_env && ports.count(kProxyEnvPort) != 0) {
         return InvalidInput(where + "port 3128 is the sandbox's proxy under proxy_env (its "

@@ -25,15 +25,6 @@
 namespace sbx {
 namespace {
 
-const char* CaptureProtoName(CaptureSocketSpec::Proto proto) {
-  switch (proto) {
-    case CaptureSocketSpec::Proto::kTcp: return "tcp";
-    case CaptureSocketSpec::Proto::kUdp: return "udp";
-    case CaptureSocketSpec::Proto::kProxy: return "proxy";
-  }
-  return "?";
-}
-
 using nlohmann::json;
 
 // How long a helper that answered "stop" may take to exit before it is killed.
@@ -305,7 +296,7 @@ Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CaptureSocketSp
     for (size_t i = at; i < at + count; ++i) {
       const CaptureSocketSpec& socket = sockets[i];
       batch["capture"].push_back(
-          {{"proto", CaptureProtoName(socket.proto)},
+          {{"proto", CaptureKindName(socket.kind)},
            {"port", socket.port}});
       fds.push_back(socket.fd);
     }

@@ -30,14 +30,14 @@
 #include <vector>
 
 #include "sandbox/error.h"
+#include "sandbox/network_helper_protocol.h"
 #include "sandbox/network_rules.h"
 #include "sandbox/unique_fd.h"
 
 namespace sbx {
 
 struct CaptureSocketSpec {
-  enum class Proto { kTcp, kUdp, kProxy };  // kProxy: the proxy_env listener (TCP)
-  Proto proto = Proto::kTcp;
+  CaptureKind kind = CaptureKind::kTcp;
   uint16_t port = 0;
   int fd = -1;  // borrowed: sent by SCM_RIGHTS, still the caller's to close
 };

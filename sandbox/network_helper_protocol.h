@@ -37,13 +37,17 @@
 //     Instead of 1b or 2: {"error":"<why>"} (then netd exits 1), e.g. a CA file that does
 //     not parse: "network.extra_ca_files[0]: <path>: certificate 1 of 1 is not valid
 //     X.509 (...)"
-//  3. runner -> netd  {"capture":[{"proto":"tcp"|"udp"|"proxy","port":N}, ...],"last":...}
+//  3. runner -> netd  {"capture":[{"proto":"tcp"|"redirect"|"proxy"|"udp","port":N}, ...],
+//                      "last":...}
 //                     with SCM_RIGHTS carrying exactly those fds, in that order (at most
 //                     kNetdMaxFdsPerMessage per message; "last" marks the final batch).
 //                     The fds are sockets bound inside the sandbox's network namespace:
 //                     TCP ones already listening (dual-stack [::]:port), UDP ones bound
-//                     (0.0.0.0:53 and [::]:53 with IPV6_V6ONLY). "proxy" (proxy_env only)
-//                     is a TCP listener on 127.0.0.1:port served as an HTTP proxy.
+//                     (0.0.0.0:53 and [::]:53 with IPV6_V6ONLY). "redirect" (a `*` port
+//                     in the policy) is the listener that the sandbox's nf_tables NAT
+//                     sends every TCP connection to: its destination is SO_ORIGINAL_DST
+//                     (sandbox/network_redirect.h). "proxy" (proxy_env only) is a TCP
+//                     listener on 127.0.0.1:port served as an HTTP proxy.
 //                     netd serves them at once.
 //  4. netd -> runner  {"serving":true}
 //  5. runner -> netd  {"stop":true} when the run has ended
@@ -59,8 +63,29 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace sbx {
+
+// What one capture socket is (step 3's "proto").
+enum class CaptureKind : uint8_t {
+  kTcp,       // a listener on `port`: the accepted socket's local address is the destination
+  kRedirect,  // the all-port listener: the destination is the connection's SO_ORIGINAL_DST
+  kProxy,     // the proxy_env listener (TCP)
+  kUdp,       // DNS
+};
+inline constexpr const char* kCaptureKindNames[] = {"tcp", "redirect", "proxy", "udp"};
+inline const char* CaptureKindName(CaptureKind kind) {
+  return kCaptureKindNames[static_cast<size_t>(kind)];
+}
+inline std::optional<CaptureKind> ParseCaptureKind(std::string_view name) {
+  for (size_t i = 0; i < std::size(kCaptureKindNames); ++i) {
+    if (name == kCaptureKindNames[i]) return static_cast<CaptureKind>(i);
+  }
+  return std::nullopt;
+}
 
 inline constexpr int kNetdControlFd = 3;
 inline constexpr int kNetdAuditLogFd = 4;

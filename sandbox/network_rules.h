@@ -154,15 +154,19 @@ bool AllowPrivateCovers(const NetworkAllowlist& policy, const IpAddress& address
 // (labels of [a-z0-9-_], 1..63 bytes, total <= 253). Used for queries, SNI and Host alike.
 std::optional<std::string> NormalizeHostName(std::string_view name);
 
+// A `*` port in an allow or allow_private rule: the sandbox captures every TCP port through one
+// redirected listener (sandbox/network_redirect.h) instead of a listener per port.
+bool CapturesAllPorts(const NetworkAllowlist& policy);
 // The TCP ports the sandbox listens on for sbx-netd, sorted and unique: 80, 443, the audit-only
 // ports (connections there are logged and refused unless a rule allows them) and every port of
-// every allow and allow_private rule. DNS (53) is captured separately and is not listed.
+// every allow and allow_private rule; empty when CapturesAllPorts. DNS (53) is captured
+// separately and is not listed.
 inline constexpr uint16_t kAuditOnlyPorts[] = {22, 25, 853, 3306, 5432, 6379, 8000, 8080, 8443};
 inline constexpr size_t kMaxCapturePorts = 512;
 std::vector<uint16_t> CapturePorts(const NetworkAllowlist& policy);
-// Capture needs one listening socket per port: a `*` port in an allow or allow_private rule,
-// or more than kMaxCapturePorts ports in all, is an error naming the rule ("<field>.allow[2]").
-// `*` in deny rules is fine.
+// Per-port capture needs one listening socket per port: more than kMaxCapturePorts ports in
+// all, or port 3128 under proxy_env, is an error naming the rule ("<field>.allow[2]"). With
+// a `*` port (CapturesAllPorts) neither applies.
 Result<void> CheckCapturePorts(const NetworkAllowlist& policy, const std::string& field);
 
 }  // namespace sbx

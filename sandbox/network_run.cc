@@ -81,7 +81,7 @@ Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist
   }
   run->receive_.reset(fds[0]);
   run->child_end_.reset(fds[1]);
-  run->plan_ = PrepareCapturePlan(CapturePorts(allowlist),
+  run->plan_ = PrepareCapturePlan(CapturePorts(allowlist), CapturesAllPorts(allowlist),
                                   allowlist.proxy_env ? kProxyEnvPort : 0, fds[1]);
   run->sandbox_env_ = run->trust_.sandbox_env();
   // The proxy variables win over anything before them (validation refuses a placeholder
@@ -108,10 +108,7 @@ Result<void> AllowlistRun::HandOver(bool* child_failed) {
   if (sockets.empty()) return Ok{};
   std::vector<CaptureSocketSpec> specs;
   for (const auto& socket : sockets) {
-    const auto proto = socket.proxy ? CaptureSocketSpec::Proto::kProxy
-                       : socket.tcp ? CaptureSocketSpec::Proto::kTcp
-                                    : CaptureSocketSpec::Proto::kUdp;
-    specs.push_back({proto, socket.port, socket.fd});
+    specs.push_back({socket.kind, socket.port, socket.fd});
   }
   auto sent = helper_->SendCaptureSockets(specs);
   for (const auto& socket : sockets) ::close(socket.fd);  // netd holds them now

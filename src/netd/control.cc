@@ -266,15 +266,12 @@ Result<std::vector<CaptureSocket>> ReceiveCaptureSockets(int control_fd) {
         return ProtocolError(where + ": expected {\"proto\":...,\"port\":...}");
       }
       CaptureSocket socket;
-      if (entry["proto"] == "tcp") {
-        socket.proto = CaptureProto::kTcp;
-      } else if (entry["proto"] == "udp") {
-        socket.proto = CaptureProto::kUdp;
-      } else if (entry["proto"] == "proxy") {
-        socket.proto = CaptureProto::kProxy;
-      } else {
-        return ProtocolError(where + ".proto: expected \"tcp\", \"udp\" or \"proxy\"");
+      const auto kind =
+          entry["proto"].is_string() ? ParseCaptureKind(entry["proto"].get<std::string>()) : std::nullopt;
+      if (!kind) {
+        return ProtocolError(where + ".proto: expected \"tcp\", \"redirect\", \"proxy\" or \"udp\"");
       }
+      socket.kind = *kind;
       if (!entry["port"].is_number_integer() || entry["port"].get<int64_t>() < 1 ||
           entry["port"].get<int64_t>() > 65535) {
         return ProtocolError(where + ".port: expected 1..65535");

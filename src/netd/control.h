@@ -13,6 +13,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 
 #include "sandbox/error.h"
+#include "sandbox/network_helper_protocol.h"
 #include "sandbox/network_rules.h"
 #include "sandbox/unique_fd.h"
 #include "src/netd/netd_server.h"
@@ -41,7 +42,7 @@ Result<Hello> ReceiveHello(int control_fd);
 Result<Hello> ParseHello(const std::string& text, const std::string& ca_texts = "");
 
 struct CaptureSocket {
-  CaptureProto proto = CaptureProto::kTcp;
+  CaptureKind kind = CaptureKind::kTcp;
   uint16_t port = 0;
   UniqueFd fd;
 };

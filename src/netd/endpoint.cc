@@ -2,6 +2,8 @@
 #include "src/netd/endpoint.h"
 
 #include <arpa/inet.h>
+#include <linux/netfilter_ipv4.h>
+#include <linux/netfilter_ipv6/ip6_tables.h>
 #include <netinet/in.h>
 
 #include <cstring>
@@ -48,6 +50,16 @@ std::optional<Endpoint> EndpointFromSockaddr(const sockaddr* address, socklen_t 
     return endpoint;
   }
   return std::nullopt;
+}
+
+std::optional<Endpoint> OriginalDestination(int fd, const Endpoint& local) {
+  sockaddr_storage original{};
+  socklen_t length = local.address.v6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  const int result = local.address.v6
+                         ? getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &original, &length)
+                         : getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &original, &length);
+  if (result != 0) return std::nullopt;
+  return EndpointFromSockaddr(reinterpret_cast<const sockaddr*>(&original), length);
 }
 
 std::optional<Endpoint> EndpointFromAsio(const boost::asio::ip::tcp::endpoint& endpoint) {

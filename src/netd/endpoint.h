@@ -21,6 +21,10 @@ struct Endpoint {
 // An AF_INET or AF_INET6 sockaddr; an IPv4-mapped IPv6 address (what a dual-stack listener
 // reports for an IPv4 peer) comes back as plain IPv4, so no check sees the v6 form.
 std::optional<Endpoint> EndpointFromSockaddr(const sockaddr* address, socklen_t length);
+// A connection's destination before the sandbox's NAT redirected it (SO_ORIGINAL_DST, which
+// conntrack keeps); nullopt when it was not translated. `local` is the accepted socket's local
+// address and gives the family (IPv4, also as v4-mapped on a dual-stack listener, or IPv6).
+std::optional<Endpoint> OriginalDestination(int fd, const Endpoint& local);
 std::optional<Endpoint> EndpointFromAsio(const boost::asio::ip::tcp::endpoint& endpoint);
 boost::asio::ip::tcp::endpoint AsioFromEndpoint(const Endpoint& endpoint);
 

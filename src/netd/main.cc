@@ -85,7 +85,7 @@ int Serve() {
   boost::asio::io_context io(1);
   NetdServer server(io, context);
   for (CaptureSocket& capture : *captures) {
-    if (auto added = server.AddCapture(capture.proto, capture.port, std::move(capture.fd));
+    if (auto added = server.AddCapture(capture.kind, capture.port, std::move(capture.fd));
         !added) {
       return Fail(added.error());
     }

@@ -49,7 +49,7 @@ const std::vector<SeccompRule>& NetdAllowedSyscalls() {
       {"accept4", "capture listeners"},
       {"getsockname", "a connection's original destination"},
       {"getpeername", "Asio"},
-      {"getsockopt", "SO_ERROR after a non-blocking connect; capture socket checks"},
+      {"getsockopt", "SO_ERROR after a non-blocking connect; capture socket checks; SO_ORIGINAL_DST"},
       {"setsockopt", "SO_LINGER (reset), TCP_NODELAY, IP_PKTINFO"},
       {"shutdown", "half-close"},
       {"sendto", "sockets; resolver queries"},

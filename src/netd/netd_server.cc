@@ -25,12 +25,9 @@ Result<int> SocketOption(int fd, int option, const char* name) {
 
 }  // namespace
 
-Result<void> NetdServer::AddCapture(CaptureProto proto, uint16_t port, UniqueFd fd) {
-  const char* kind = proto == CaptureProto::kUdp   ? "udp"
-                     : proto == CaptureProto::kTcp ? "tcp"
-                                                   : "proxy";
-  const std::string what = std::string(kind) + " :" + std::to_string(port);
-  if (proto == CaptureProto::kProxy && !context_.policy.proxy_env) {
+Result<void> NetdServer::AddCapture(CaptureKind kind, uint16_t port, UniqueFd fd) {
+  const std::string what = std::string(CaptureKindName(kind)) + " :" + std::to_string(port);
+  if (kind == CaptureKind::kProxy && !context_.policy.proxy_env) {
     return MakeError(ErrorCode::kInvalidInput, what + ": the policy has no proxy_env");
   }
   auto type = SocketOption(fd.get(), SO_TYPE, "SO_TYPE");
@@ -41,7 +38,7 @@ Result<void> NetdServer::AddCapture(CaptureProto proto, uint16_t port, UniqueFd 
   if (*domain != AF_INET && *domain != AF_INET6) {
     return MakeError(ErrorCode::kInvalidInput, what + ": not an IP socket");
   }
-  if (proto == CaptureProto::kUdp) {
+  if (kind == CaptureKind::kUdp) {
     if (*type != SOCK_DGRAM)
       return MakeError(ErrorCode::kInvalidInput, what + ": not a UDP socket");
     auto service = std::make_unique<DnsService>(io_, context_);
@@ -52,7 +49,7 @@ Result<void> NetdServer::AddCapture(CaptureProto proto, uint16_t port, UniqueFd 
   if (*type != SOCK_STREAM || !*listening) {
     return MakeError(ErrorCode::kInvalidInput, what + ": not a listening TCP socket");
   }
-  auto listener = std::make_unique<Listener>(io_, proto == CaptureProto::kProxy);
+  auto listener = std::make_unique<Listener>(io_, kind);
   boost::system::error_code ec;
   listener->acceptor.assign(
       *domain == AF_INET6 ? boost::asio::ip::tcp::v6() : boost::asio::ip::tcp::v4(), fd.get(), ec);
@@ -76,17 +73,23 @@ void NetdServer::Accept(Listener& listener) {
           });
           return;
         }
-        if (!ec) OnAccepted(std::move(socket), listener.proxy);
+        if (!ec) OnAccepted(std::move(socket), listener.kind);
         Accept(listener);  // ECONNABORTED and friends concern one client only
       });
 }
 
-void NetdServer::OnAccepted(boost::asio::ip::tcp::socket socket, bool via_proxy) {
+void NetdServer::OnAccepted(boost::asio::ip::tcp::socket socket, CaptureKind kind) {
   boost::system::error_code ec;
   // The sandbox's local default route delivers every destination to the capture listener, and
-  // the accepted socket's local address is the one the client connected to.
+  // the accepted socket's local address is the one the client connected to; unless the
+  // sandbox's NAT redirected it, and then conntrack kept the original.
   const auto local = socket.local_endpoint(ec);
-  const auto dst = ec ? std::nullopt : EndpointFromAsio(local);
+  auto dst = ec ? std::nullopt : EndpointFromAsio(local);
+  if (dst && kind == CaptureKind::kRedirect) {
+    // No NAT entry: a connection straight to the listener's own loopback port, which the
+    // redirect leaves alone; its local address is its destination then.
+    if (auto original = OriginalDestination(socket.native_handle(), *dst)) dst = original;
+  }
   if (!dst) {
     ResetAndClose(socket);
     return;
@@ -95,7 +98,8 @@ void NetdServer::OnAccepted(boost::asio::ip::tcp::socket socket, bool via_proxy)
   if (connections_.size() >= context_.policy.limits.max_connections) refuse = "limit_connections";
   auto connection = std::make_shared<TcpConnection>(
       context_, std::move(socket), *dst,
-      [this](TcpConnection* closed) { connections_.erase(closed); }, std::move(refuse), via_proxy);
+      [this](TcpConnection* closed) { connections_.erase(closed); }, std::move(refuse),
+      kind == CaptureKind::kProxy);
   connections_.emplace(connection.get(), connection);
   connection->Start();
 }

@@ -17,6 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "sandbox/error.h"
+#include "sandbox/network_helper_protocol.h"
 #include "sandbox/unique_fd.h"
 #include "src/netd/dns_service.h"
 #include "src/netd/netd_context.h"
@@ -24,7 +25,6 @@
 
 namespace sbx::netd {
 
-enum class CaptureProto { kTcp, kUdp, kProxy };  // kProxy: the proxy_env listener (TCP)
 
 class NetdServer {
  public:
@@ -32,21 +32,21 @@ class NetdServer {
 
   // Checks that `fd` is what the runner said (a listening TCP socket, or a bound UDP one) and
   // takes it. A proxy listener is refused unless the policy has proxy_env.
-  Result<void> AddCapture(CaptureProto proto, uint16_t port, UniqueFd fd);
+  Result<void> AddCapture(CaptureKind kind, uint16_t port, UniqueFd fd);
   void Stop();
   size_t active_connections() const { return connections_.size(); }
 
  private:
   struct Listener {
-    Listener(boost::asio::io_context& io, bool is_proxy)
-        : acceptor(io), retry(io), proxy(is_proxy) {}
+    Listener(boost::asio::io_context& io, CaptureKind listener_kind)
+        : acceptor(io), retry(io), kind(listener_kind) {}
     boost::asio::ip::tcp::acceptor acceptor;
     boost::asio::steady_timer retry;
-    bool proxy;
+    CaptureKind kind;  // kTcp, kRedirect or kProxy
   };
 
   void Accept(Listener& listener);
-  void OnAccepted(boost::asio::ip::tcp::socket socket, bool via_proxy);
+  void OnAccepted(boost::asio::ip::tcp::socket socket, CaptureKind kind);
 
   boost::asio::io_context& io_;
   NetdContext& context_;

@@ -370,10 +370,10 @@ class NetdTest : public ::testing::Test {
     EXPECT_TRUE(helper) << (helper ? "" : helper.error().message);
     if (!helper) return nullptr;
     std::vector<CaptureSocketSpec> captures = {
-        {CaptureSocketSpec::Proto::kTcp, 80, sandbox_.tcp_listeners[0].get()},
-        {CaptureSocketSpec::Proto::kTcp, upstream_.port(), sandbox_.tcp_listeners[1].get()},
-        {CaptureSocketSpec::Proto::kUdp, 53, sandbox_.udp4.get()},
-        {CaptureSocketSpec::Proto::kUdp, 53, sandbox_.udp6.get()}};
+        {CaptureKind::kTcp, 80, sandbox_.tcp_listeners[0].get()},
+        {CaptureKind::kTcp, upstream_.port(), sandbox_.tcp_listeners[1].get()},
+        {CaptureKind::kUdp, 53, sandbox_.udp4.get()},
+        {CaptureKind::kUdp, 53, sandbox_.udp6.get()}};
     auto serving = (*helper)->SendCaptureSockets(captures);
     EXPECT_TRUE(serving) << (serving ? "" : serving.error().message);
     // The runner's copies are closed: netd holds the only ones.

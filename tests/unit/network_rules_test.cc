@@ -409,18 +409,36 @@ TEST(CapturePorts, FixedAuditAndRulePortsSortedUnique) {
   EXPECT_TRUE(CheckCapturePorts(policy, "network"));
 }
 
-TEST(CapturePorts, StarAndTooWideAreRefusedNamingTheRule) {
+TEST(CapturePorts, StarCapturesEveryPortThroughTheRedirectInstead) {
   NetworkAllowlist policy;
   policy.deny = {Rule("z.example:*", DefaultPorts::kAll)};
-  EXPECT_TRUE(CheckCapturePorts(policy, "network")) << "* is fine in deny rules";
+  EXPECT_FALSE(CapturesAllPorts(policy)) << "* in deny rules opens nothing";
+  EXPECT_FALSE(CapturePorts(policy).empty());
 
-  policy.allow = {Rule("pypi.org"), Rule("x.example:*")};
-  auto star = CheckCapturePorts(policy, "network");
-  ASSERT_FALSE(star);
-  EXPECT_NE(
-      star.error().message.find("network.allow[1]: \"x.example:*\": port * cannot be captured"),
-      std::string::npos)
-      << star.error().message;
+  for (auto* list : {&policy.allow, &policy.allow_private}) {
+    policy.allow = {Rule("pypi.org")};
+    policy.allow_private.clear();
+    list->push_back(Rule(list == &policy.allow ? "x.example:*" : "10.0.0.0/8:*"));
+    EXPECT_TRUE(CapturesAllPorts(policy));
+    EXPECT_TRUE(CapturePorts(policy).empty()) << "no listener per port beside the redirect";
+    EXPECT_TRUE(CheckCapturePorts(policy, "network"));
+    // Nothing is redirected to loopback, where the proxy_env listener owns 3128.
+    policy.proxy_env = true;
+    EXPECT_TRUE(CheckCapturePorts(policy, "network"));
+    policy.proxy_env = false;
+  }
+}
+
+TEST(CapturePorts, TooWideOrTheProxyPortIsRefusedNamingTheRule) {
+  NetworkAllowlist policy;
+  policy.allow = {Rule("pypi.org"), Rule("x.example:3128")};
+  policy.proxy_env = true;
+  auto proxy = CheckCapturePorts(policy, "network");
+  ASSERT_FALSE(proxy);
+  EXPECT_NE(proxy.error().message.find("network.allow[1]: \"x.example:3128\": port 3128"),
+            std::string::npos)
+      << proxy.error().message;
+  policy.proxy_env = false;
 
   // 11 fixed ports + 501 = 512 is the most; one more is refused.
   policy.allow = {Rule("pypi.org"), Rule("x.example:10000-10500")};

@@ -63,13 +63,12 @@ TEST(PolicyFlags, AllowAndHostConflictInEitherOrder) {
   EXPECT_EQ(allow_first.network, NetworkMode::kAllowlist);
 }
 
-TEST(PolicyFlags, StarPortFromAllowIsRefusedByValidation) {
+TEST(PolicyFlags, StarPortFromAllowIsValidAndCapturesEveryPort) {
   Policy policy;
   ASSERT_TRUE(ApplyPolicyFlag("--allow", "pypi.org:*", policy));
   auto valid = ValidatePolicy(policy);
-  ASSERT_FALSE(valid);
-  EXPECT_NE(valid.error().message.find("\"pypi.org:*\": port * cannot be captured"),
-            std::string::npos);
+  ASSERT_TRUE(valid) << valid.error().ToString();
+  EXPECT_TRUE(CapturesAllPorts(policy.network_allowlist));
 }
 
 }  // namespace

@@ -1,0 +1,224 @@
+// The all-port capture's nf_tables batch and its installation; see network_redirect.h.
+#include "sandbox/network_redirect.h"
+
+#include <arpa/inet.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <initializer_list>
+#include <string_view>
+
+namespace sbx {
+namespace {
+
+constexpr char kTable[] = "sbx_capture";
+constexpr char kChain[] = "redirect";
+// The NAT priority of the output hook ("dstnat"), as `nft` names it.
+constexpr int32_t kNatOutputPriority = -100;
+
+// Appends netlink messages and (nested) attributes to one buffer, patching lengths as each
+// ends. Runner side only: it allocates.
+class NetlinkBatch {
+ public:
+  void BeginMessage(uint16_t type, uint16_t flags, uint8_t family, uint16_t res_id = 0) {
+    message_start_ = bytes_.size();
+    nlmsghdr header{};
+    header.nlmsg_type = type;
+    header.nlmsg_flags = static_cast<uint16_t>(NLM_F_REQUEST | flags);
+    header.nlmsg_seq = ++sequence_;
+    Append(&header, sizeof(header));
+    nfgenmsg body{};
+    body.nfgen_family = family;
+    body.version = NFNETLINK_V0;
+    body.res_id = htons(res_id);
+    Append(&body, sizeof(body));
+  }
+  void EndMessage() { PatchLength32(message_start_); }
+
+  void Attribute(uint16_t type, const void* data, size_t size) {
+    nlattr header{};
+    header.nla_len = static_cast<uint16_t>(NLA_HDRLEN + size);
+    header.nla_type = type;
+    Append(&header, sizeof(header));
+    Append(data, size);
+    Pad();
+  }
+  void String(uint16_t type, std::string_view text) {
+    std::vector<uint8_t> terminated(text.begin(), text.end());
+    terminated.push_back(0);
+    Attribute(type, terminated.data(), terminated.size());
+  }
+  void U32(uint16_t type, uint32_t host_order) {
+    const uint32_t value = htonl(host_order);
+    Attribute(type, &value, sizeof(value));
+  }
+  size_t BeginNested(uint16_t type) {
+    const size_t start = bytes_.size();
+    nlattr header{};
+    header.nla_type = static_cast<uint16_t>(type | NLA_F_NESTED);
+    Append(&header, sizeof(header));
+    return start;
+  }
+  void EndNested(size_t start) {
+    const auto length = static_cast<uint16_t>(bytes_.size() - start);
+    std::memcpy(bytes_.data() + start, &length, sizeof(length));
+  }
+
+  std::vector<uint8_t> Take() { return std::move(bytes_); }
+
+ private:
+  void Append(const void* data, size_t size) {
+    const auto* from = static_cast<const uint8_t*>(data);
+    bytes_.insert(bytes_.end(), from, from + size);
+  }
+  void Pad() { bytes_.resize(NLMSG_ALIGN(bytes_.size()), 0); }
+  void PatchLength32(size_t start) {
+    const auto length = static_cast<uint32_t>(bytes_.size() - start);
+    std::memcpy(bytes_.data() + start, &length, sizeof(length));
+  }
+
+  std::vector<uint8_t> bytes_;
+  size_t message_start_ = 0;
+  uint32_t sequence_ = 0;
+};
+
+// One expression of a rule: {name, data{...}} inside NFTA_RULE_EXPRESSIONS.
+template <typename Fill>
+void Expression(NetlinkBatch& batch, std::string_view name, Fill fill) {
+  const size_t element = batch.BeginNested(NFTA_LIST_ELEM);
+  batch.String(NFTA_EXPR_NAME, name);
+  const size_t data = batch.BeginNested(NFTA_EXPR_DATA);
+  fill();
+  batch.EndNested(data);
+  batch.EndNested(element);
+}
+
+// An NFTA_DATA_VALUE nested under `type` (cmp's and immediate's constants).
+void DataValue(NetlinkBatch& batch, uint16_t type, const void* value, size_t size) {
+  const size_t nested = batch.BeginNested(type);
+  batch.Attribute(NFTA_DATA_VALUE, value, size);
+  batch.EndNested(nested);
+}
+
+// payload (network header, offset, size) -> register 1; then register 1 `op` value.
+void CompareNetworkHeader(NetlinkBatch& batch, uint32_t offset, const void* value, size_t size,
+                          uint32_t op) {
+  Expression(batch, "payload", [&] {
+    batch.U32(NFTA_PAYLOAD_DREG, NFT_REG_1);
+    batch.U32(NFTA_PAYLOAD_BASE, NFT_PAYLOAD_NETWORK_HEADER);
+    batch.U32(NFTA_PAYLOAD_OFFSET, offset);
+    batch.U32(NFTA_PAYLOAD_LEN, static_cast<uint32_t>(size));
+  });
+  Expression(batch, "cmp", [&] {
+    batch.U32(NFTA_CMP_SREG, NFT_REG_1);
+    batch.U32(NFTA_CMP_OP, op);
+    DataValue(batch, NFTA_CMP_DATA, value, size);
+  });
+}
+
+}  // namespace
+
+std::vector<uint8_t> BuildRedirectBatch(int family, uint16_t to_port) {
+  const uint8_t nf_family = family == AF_INET6 ? NFPROTO_IPV6 : NFPROTO_IPV4;
+  constexpr uint16_t kAck = NLM_F_ACK;
+  auto tables_message = [](uint16_t message) {
+    return static_cast<uint16_t>(NFNL_SUBSYS_NFTABLES << 8 | message);
+  };
+  NetlinkBatch batch;
+  batch.BeginMessage(NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
+  batch.EndMessage();
+
+  batch.BeginMessage(tables_message(NFT_MSG_NEWTABLE), NLM_F_CREATE | kAck, nf_family);
+  batch.String(NFTA_TABLE_NAME, kTable);
+  batch.EndMessage();
+
+  batch.BeginMessage(tables_message(NFT_MSG_NEWCHAIN), NLM_F_CREATE | kAck, nf_family);
+  batch.String(NFTA_CHAIN_TABLE, kTable);
+  batch.String(NFTA_CHAIN_NAME, kChain);
+  const size_t hook = batch.BeginNested(NFTA_CHAIN_HOOK);
+  batch.U32(NFTA_HOOK_HOOKNUM, NF_INET_LOCAL_OUT);
+  batch.U32(NFTA_HOOK_PRIORITY, static_cast<uint32_t>(kNatOutputPriority));
+  batch.EndNested(hook);
+  batch.U32(NFTA_CHAIN_POLICY, NF_ACCEPT);
+  batch.String(NFTA_CHAIN_TYPE, "nat");
+  batch.EndMessage();
+
+  batch.BeginMessage(tables_message(NFT_MSG_NEWRULE), NLM_F_CREATE | NLM_F_APPEND | kAck,
+                     nf_family);
+  batch.String(NFTA_RULE_TABLE, kTable);
+  batch.String(NFTA_RULE_CHAIN, kChain);
+  const size_t expressions = batch.BeginNested(NFTA_RULE_EXPRESSIONS);
+  // meta l4proto tcp
+  Expression(batch, "meta", [&] {
+    batch.U32(NFTA_META_DREG, NFT_REG_1);
+    batch.U32(NFTA_META_KEY, NFT_META_L4PROTO);
+  });
+  const uint8_t tcp = IPPROTO_TCP;
+  Expression(batch, "cmp", [&] {
+    batch.U32(NFTA_CMP_SREG, NFT_REG_1);
+    batch.U32(NFTA_CMP_OP, NFT_CMP_EQ);
+    DataValue(batch, NFTA_CMP_DATA, &tcp, sizeof(tcp));
+  });
+  // daddr not loopback: IPv4's first byte is not 127 (offset 16), IPv6's is not ::1 (offset 24).
+  if (family == AF_INET6) {
+    const in6_addr loopback = IN6ADDR_LOOPBACK_INIT;
+    CompareNetworkHeader(batch, 24, &loopback, sizeof(loopback), NFT_CMP_NEQ);
+  } else {
+    const uint8_t loopback_net = 127;
+    CompareNetworkHeader(batch, 16, &loopback_net, sizeof(loopback_net), NFT_CMP_NEQ);
+  }
+  // redirect to :to_port (the port from register 1; the address becomes loopback)
+  const uint16_t port = htons(to_port);
+  Expression(batch, "immediate", [&] {
+    batch.U32(NFTA_IMMEDIATE_DREG, NFT_REG_1);
+    DataValue(batch, NFTA_IMMEDIATE_DATA, &port, sizeof(port));
+  });
+  Expression(batch, "redir", [&] { batch.U32(NFTA_REDIR_REG_PROTO_MIN, NFT_REG_1); });
+  batch.EndNested(expressions);
+  batch.EndMessage();
+
+  batch.BeginMessage(NFNL_MSG_BATCH_END, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
+  batch.EndMessage();
+  return batch.Take();
+}
+
+int InstallNetfilterBatch(const std::vector<uint8_t>& batch, int acks) {
+  int sock = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+  if (sock < 0) return errno;
+  int err = 0;
+  if (::send(sock, batch.data(), batch.size(), 0) != static_cast<ssize_t>(batch.size())) {
+    err = errno;
+  }
+  // The kernel handles the batch inside send(): every answer is queued when it returns, so
+  // an answer missing now is missing for good (MSG_DONTWAIT, never a hang).
+  while (err == 0 && acks > 0) {
+    alignas(nlmsghdr) char reply[4096];
+    const ssize_t got = ::recv(sock, reply, sizeof(reply), MSG_DONTWAIT);
+    if (got < 0) {
+      err = errno == EAGAIN ? EPROTO : errno;
+      break;
+    }
+    size_t left = static_cast<size_t>(got);
+    for (auto* header = reinterpret_cast<nlmsghdr*>(reply); err == 0 && NLMSG_OK(header, left);
+         header = NLMSG_NEXT(header, left)) {
+      if (header->nlmsg_type != NLMSG_ERROR ||
+          header->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) {
+        err = EPROTO;
+      } else {
+        err = -reinterpret_cast<const nlmsgerr*>(NLMSG_DATA(header))->error;
+        --acks;
+      }
+    }
+  }
+  ::close(sock);
+  return err;
+}
+
+}  // namespace sbx

@@ -1,0 +1,60 @@
+// Network allowlist with a `*` port: the sandbox captures every TCP port through its nf_tables
+// redirect (sandbox/network_redirect.h), so a `*` rule reaches its host on any port and every
+// other TCP attempt, on any port, is refused and logged. Each probe runs first unsandboxed in T.
+#include <string>
+
+#include "tests/integration/network_audit.h"
+#include "tests/integration/network_fixture.h"
+#include "tests/integration/sandbox_fixture.h"
+
+namespace sbx::testing {
+namespace {
+
+using nettest::CountEvents;
+
+const std::string kPypi(nettest::AddressOf("pypi.test"));
+const std::string kEvil(nettest::AddressOf("evil.test"));
+// No server listens here and no per-port capture would take it: only the redirect logs it.
+constexpr int kUncapturedPort = 47000;
+
+TEST_F(NetworkAllowlist, StarPortReachesTheAllowedNameOnAnyPort) {
+  for (int port : {nettest::kPostgresPort, nettest::kSshPort}) {
+    auto control = Control({"banner", "pypi.test", std::to_string(port)});
+    EXPECT_NE(Str(control.probe, "banner").find("pypi.test"), std::string::npos)
+        << control.diagnostics;
+  }
+  SBX_NET_SANDBOXED_HALF();
+  for (int port : {nettest::kPostgresPort, nettest::kSshPort}) {
+    SCOPED_TRACE(port);
+    auto run = Sandboxed(Allowlist({"pypi.test:*"}), {"banner", "pypi.test", std::to_string(port)});
+    ASSERT_TRUE(run.ran);
+    EXPECT_NE(Str(run.probe, "banner").find("pypi.test"), std::string::npos) << run.diagnostics;
+    EXPECT_EQ(CountEvents(run.events, {.server = "pypi.test", .port = port}), 1u);
+    ExpectRecord(ReadAuditLog(run.result), ConnAllowed("pypi.test", "fakeip", Endpoint(kPypi, port)));
+  }
+}
+
+TEST_F(NetworkAllowlist, StarPortLogsAndRefusesEveryOtherDestinationOnAnyPort) {
+  auto control = Control({"banner", kEvil, std::to_string(nettest::kPostgresPort)});
+  EXPECT_NE(Str(control.probe, "banner").find("evil.test"), std::string::npos)
+      << control.diagnostics;
+  SBX_NET_SANDBOXED_HALF();
+  const auto policy = Allowlist({"pypi.test:*"});
+  for (int port : {nettest::kPostgresPort, kUncapturedPort}) {
+    SCOPED_TRACE(port);
+    auto run = Sandboxed(policy, {"banner", kEvil, std::to_string(port)});
+    ASSERT_TRUE(run.ran);
+    ExpectReset(run.probe);
+    EXPECT_EQ(CountEvents(run.events, {.server = "evil.test"}), 0u);
+    ExpectRecord(ReadAuditLog(run.result), ConnDenied("no_rule", Endpoint(kEvil, port)));
+  }
+  // An allowed name resolved by hand is still an IP literal: only address rules match those.
+  auto literal = Sandboxed(policy, {"banner", kPypi, std::to_string(nettest::kPostgresPort)});
+  ASSERT_TRUE(literal.ran);
+  ExpectReset(literal.probe);
+  ExpectRecord(ReadAuditLog(literal.result),
+               ConnDenied("no_rule", Endpoint(kPypi, nettest::kPostgresPort)));
+}
+
+}  // namespace
+}  // namespace sbx::testing

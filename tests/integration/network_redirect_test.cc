@@ -1,0 +1,208 @@
+// The all-port capture's redirect on a real kernel (sandbox/network_redirect.h): a child in a
+// fresh user and network namespace sets up capture the way the sandbox child does, then
+// connects to addresses on a port nothing listens on; the test, like the runner and
+// sbx-netd, accepts them on the handed-over listener and reads where they were going.
+// The control is the same child without the redirect: the same connect is refused.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "sandbox/network.h"
+#include "sandbox/network_capture.h"
+#include "sandbox/network_redirect.h"
+#include "sandbox/unique_fd.h"
+#include "src/netd/endpoint.h"
+
+namespace sbx {
+namespace {
+
+constexpr uint16_t kUnservedPort = 7777;
+constexpr char kV4Destination[] = "203.0.113.5";
+constexpr char kV6Destination[] = "2001:db8::7";
+
+// What the child reports, in order, over a pipe.
+struct ChildReport {
+  int setup_step = -1;  // ChildStep of a failed setup, -1 when setup worked
+  int setup_err = 0;
+  int v4_connect = -1;        // 0 or the errno of connect(kV4Destination:kUnservedPort)
+  int v6_connect = -1;        // the same for kV6Destination; -1: no IPv6 in this kernel
+  int loopback_connect = -1;  // 0 or errno: to the child's own listener on 127.0.0.1
+  int loopback_accepted = 0;  // 1: that connection reached the child's listener, not ours
+};
+
+int ConnectTo(int family, const char* address, uint16_t port) {
+  int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  sockaddr_storage storage{};
+  socklen_t length;
+  if (family == AF_INET6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&storage);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(port);
+    inet_pton(AF_INET6, address, &in6->sin6_addr);
+    length = sizeof(*in6);
+  } else {
+    auto* in = reinterpret_cast<sockaddr_in*>(&storage);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(port);
+    inet_pton(AF_INET, address, &in->sin_addr);
+    length = sizeof(*in);
+  }
+  // Left open on success: the connection must still exist when the test accepts it.
+  return ::connect(fd, reinterpret_cast<sockaddr*>(&storage), length) == 0 ? 0 : errno;
+}
+
+// A code's own server on loopback: the redirect must leave it reachable.
+void ProbeOwnLoopbackServer(ChildReport& report) {
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+      ::listen(listener, 4) != 0 ||
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    report.loopback_connect = errno;
+    return;
+  }
+  report.loopback_connect = ConnectTo(AF_INET, "127.0.0.1", ntohs(address.sin_port));
+  pollfd ready{listener, POLLIN, 0};
+  report.loopback_accepted = ::poll(&ready, 1, 2000) == 1 ? 1 : 0;
+}
+
+[[noreturn]] void Child(const CapturePlan& plan, int report_fd, int done_fd) {
+  ChildReport report;
+  ChildStep step{};
+  int err = 0;
+  if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
+    report.setup_err = errno;
+    report.setup_step = static_cast<int>(ChildStep::kNetworkRoutes);
+  } else if ((err = BringUpLoopbackInChild()) != 0) {
+    report.setup_err = err;
+    report.setup_step = static_cast<int>(ChildStep::kNetworkRoutes);
+  } else if ((err = SetUpCaptureInChild(plan, &step)) != 0) {
+    report.setup_err = err;
+    report.setup_step = static_cast<int>(step);
+  } else {
+    report.v4_connect = ConnectTo(AF_INET, kV4Destination, kUnservedPort);
+    int probe = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe >= 0) {
+      ::close(probe);
+      report.v6_connect = ConnectTo(AF_INET6, kV6Destination, kUnservedPort);
+    }
+    ProbeOwnLoopbackServer(report);
+  }
+  (void)!::write(report_fd, &report, sizeof(report));
+  char byte;
+  (void)!::read(done_fd, &byte, 1);  // keeps the connections open until the test is done
+  _exit(0);
+}
+
+struct CaptureRun {
+  ChildReport report;
+  std::vector<CapturedSocket> sockets;
+  pid_t pid = -1;
+  UniqueFd done;  // closing it lets the child exit
+  ~CaptureRun() {
+    done.reset();
+    if (pid > 0) ::waitpid(pid, nullptr, 0);
+    for (const auto& socket : sockets) ::close(socket.fd);
+  }
+};
+
+// Starts the child with capture per `redirect_all` (no per-port listeners either way) and
+// reads its report.
+void StartChild(bool redirect_all, CaptureRun& run) {
+  int capture[2], report[2], done[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, capture), 0);
+  ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(done, O_CLOEXEC), 0);
+  UniqueFd receive(capture[0]), report_read(report[0]);
+  const CapturePlan plan = PrepareCapturePlan({}, redirect_all, 0, capture[1]);
+  run.pid = ::fork();
+  ASSERT_GE(run.pid, 0);
+  if (run.pid == 0) {
+    // The child's copies of the other ends, or its wait for EOF on `done` would never end.
+    ::close(done[1]);
+    ::close(report[0]);
+    ::close(capture[0]);
+    Child(plan, report[1], done[0]);
+  }
+  ::close(capture[1]);
+  ::close(report[1]);
+  ::close(done[0]);
+  run.done.reset(done[1]);
+  run.sockets = ReceiveCapturedSockets(plan, receive.get(), 10'000);
+  ASSERT_EQ(::read(report_read.get(), &run.report, sizeof(run.report)),
+            static_cast<ssize_t>(sizeof(run.report)));
+}
+
+// Accepts one connection on `listener` and returns its original destination, "host:port".
+std::string AcceptOriginalDestination(int listener) {
+  pollfd ready{listener, POLLIN, 0};
+  if (::poll(&ready, 1, 5000) != 1) return "(no connection)";
+  UniqueFd connection(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+  if (!connection) return std::string("(accept: ") + std::strerror(errno) + ")";
+  sockaddr_storage local{};
+  socklen_t length = sizeof(local);
+  ::getsockname(connection.get(), reinterpret_cast<sockaddr*>(&local), &length);
+  auto local_endpoint = netd::EndpointFromSockaddr(reinterpret_cast<sockaddr*>(&local), length);
+  if (!local_endpoint) return "(no local address)";
+  auto original = netd::OriginalDestination(connection.get(), *local_endpoint);
+  if (!original) return "(no original destination; local " + netd::EndpointToString(*local_endpoint) + ")";
+  return netd::EndpointToString(*original);
+}
+
+TEST(AllPortRedirect, ConnectionsToAnyPortReachTheListenerWithTheirOriginalDestination) {
+  {
+    // Control: without the redirect nothing listens on that port in the namespace.
+    CaptureRun control;
+    StartChild(false, control);
+    ASSERT_EQ(control.report.setup_step, -1) << std::strerror(control.report.setup_err);
+    EXPECT_EQ(control.report.v4_connect, ECONNREFUSED) << std::strerror(control.report.v4_connect);
+  }
+  CaptureRun run;
+  StartChild(true, run);
+  if (run.report.setup_step == static_cast<int>(ChildStep::kNetworkRedirect) &&
+      (run.report.setup_err == EOPNOTSUPP || run.report.setup_err == ENOENT ||
+       run.report.setup_err == EPROTONOSUPPORT)) {
+    GTEST_SKIP() << "the kernel lacks nf_tables NAT in network namespaces: "
+                 << std::strerror(run.report.setup_err);
+  }
+  ASSERT_EQ(run.report.setup_step, -1)
+      << ChildStepName(static_cast<ChildStep>(run.report.setup_step)) << ": "
+      << std::strerror(run.report.setup_err);
+  int redirect = -1;
+  for (const auto& socket : run.sockets) {
+    EXPECT_NE(socket.kind, CaptureKind::kTcp) << "no per-port listeners with the redirect";
+    if (socket.kind == CaptureKind::kRedirect) redirect = socket.fd;
+  }
+  ASSERT_NE(redirect, -1) << "the redirect listener was handed over";
+
+  ASSERT_EQ(run.report.v4_connect, 0) << std::strerror(run.report.v4_connect);
+  EXPECT_EQ(AcceptOriginalDestination(redirect),
+            std::string(kV4Destination) + ":" + std::to_string(kUnservedPort));
+  if (run.report.v6_connect != -1) {
+    ASSERT_EQ(run.report.v6_connect, 0) << std::strerror(run.report.v6_connect);
+    EXPECT_EQ(AcceptOriginalDestination(redirect),
+              "[" + std::string(kV6Destination) + "]:" + std::to_string(kUnservedPort));
+  }
+  EXPECT_EQ(run.report.loopback_connect, 0) << std::strerror(run.report.loopback_connect);
+  EXPECT_EQ(run.report.loopback_accepted, 1) << "the code's own loopback server was redirected";
+  pollfd nothing_else{redirect, POLLIN, 0};
+  EXPECT_EQ(::poll(&nothing_else, 1, 100), 0) << "the loopback connection reached the listener";
+}
+
+}  // namespace
+}  // namespace sbx
