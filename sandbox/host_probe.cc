@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -18,6 +19,7 @@
 #include <functional>
 
 #include "sandbox/cgroup.h"
+#include "sandbox/network_redirect.h"
 
 namespace sbx {
 namespace {
@@ -76,6 +78,15 @@ bool CanMountOverlayInUserNamespace() {
   });
 }
 
+bool CanRedirectAllPortsInNetworkNamespace() {
+  return InChild([] {
+    if (int err = EnterUserAndMountNamespace()) return err;
+    if (::unshare(CLONE_NEWNET) != 0) return 5;
+    return InstallNetfilterBatch(BuildRedirectBatch(AF_INET, kRedirectCapturePort),
+                                 kRedirectBatchAcks) == 0 ? 0 : 6;
+  });
+}
+
 std::vector<FeatureProbe> ProbeHost() {
   std::vector<FeatureProbe> probes;
   auto add = [&probes](std::string name, bool available, bool required, std::string detail) {
@@ -107,6 +118,10 @@ std::vector<FeatureProbe> ProbeHost() {
   errno = 0;
   long clone3 = ::syscall(SYS_clone3, nullptr, 0);
   add("clone3", !(clone3 < 0 && errno == ENOSYS), false, "CLONE_INTO_CGROUP start without a migration");
+  bool redirect = CanRedirectAllPortsInNetworkNamespace();
+  add("nftables_redirect", redirect, false,
+      redirect ? "nf_tables NAT in a network namespace: allowlist rules with a `*` port work"
+               : "no nf_tables NAT in a network namespace: allowlist rules with a `*` port are refused");
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
   add("pidfd", pidfd >= 0, true, "signals go through pidfds, never raw pids");
   if (pidfd >= 0) ::close(pidfd);

@@ -20,5 +20,7 @@ std::vector<FeatureProbe> ProbeHost();
 // Single probes, also used by tests to decide whether to skip.
 bool CanCreateUserNamespace();
 bool CanMountOverlayInUserNamespace();
+// The all-port capture's NAT rule (network_redirect.h) installs in a fresh network namespace.
+bool CanRedirectAllPortsInNetworkNamespace();
 
 }  // namespace sbx

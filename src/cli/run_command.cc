@@ -49,15 +49,16 @@ void PrintRunUsage() {
   std::fprintf(stderr,
                "usage: sbx run [--policy FILE] [--workspace DIR] [--image DIR] [--timeout SECONDS]\n"
                "               [--memory SIZE] [--pids N] [--cpus N] [--network none|host|allowlist]\n"
-               "               [--allow HOST[:PORTS]]... [--env KEY=VALUE]...\n"
+               "               [--allow HOST[:PORTS]]... [--network-log FILE] [--env KEY=VALUE]...\n"
                "               [--allow-degraded cgroup|seccomp]... [--cgroup auto|v2|v1|none]\n"
                "               [--stdin FILE|-] [--json] -- COMMAND [ARG...]\n"
                "--network none (the default): a network namespace with only lo. host: the host's\n"
-               "  network. allowlist: only what --allow and the policy's network.allow name (this\n"
-               "  build refuses to run it: its enforcement is not available yet).\n"
+               "  network. allowlist: only what --allow and the policy's network.allow name, enforced\n"
+               "  by sbx-netd outside the sandbox, its DNS queries and connections in an audit log\n"
+               "  (--network-log FILE).\n"
                "--allow HOST[:PORTS] adds an allow rule and implies --network allowlist. HOST is a name\n"
                "  (pypi.org), *.suffix (*.example.com), an IPv4 address or CIDR, or [IPv6] / [IPv6/len];\n"
-               "  PORTS is 443 (the default), a list (22,443) or a range (8000-8100).\n"
+               "  PORTS is 443 (the default), a list (22,443), a range (8000-8100) or * (every port).\n"
                "  See policies/SCHEMA.md.\n");
 }
 
