@@ -120,8 +120,9 @@ std::vector<FeatureProbe> ProbeHost() {
   add("clone3", !(clone3 < 0 && errno == ENOSYS), false, "CLONE_INTO_CGROUP start without a migration");
   bool redirect = CanRedirectAllPortsInNetworkNamespace();
   add("nftables_redirect", redirect, false,
-      redirect ? "nf_tables NAT in a network namespace: allowlist rules with a `*` port work"
-               : "no nf_tables NAT in a network namespace: allowlist rules with a `*` port are refused");
+      redirect ? "nf_tables NAT in a network namespace: an allowlist captures and logs every TCP port"
+               : "no nf_tables NAT in a network namespace: an allowlist captures listed and "
+                 "audit-only ports only, and refuses rules with a `*` port");
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
   add("pidfd", pidfd >= 0, true, "signals go through pidfds, never raw pids");
   if (pidfd >= 0) ::close(pidfd);

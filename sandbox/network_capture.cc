@@ -169,13 +169,13 @@ int Fail(ChildStep step, int err, ChildStep* failed_step) {
 
 }  // namespace
 
-CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, bool redirect_all,
+CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, RedirectMode redirect,
                                uint16_t proxy_port, int send_fd) {
   CapturePlan plan;
   plan.enabled = true;
   plan.tcp_ports = tcp_ports;
-  plan.redirect_all = redirect_all;
-  if (redirect_all) {
+  plan.redirect = redirect;
+  if (redirect != RedirectMode::kOff) {
     plan.redirect_v4 = BuildRedirectBatch(AF_INET, kRedirectCapturePort);
     plan.redirect_v6 = BuildRedirectBatch(AF_INET6, kRedirectCapturePort);
   }
@@ -190,12 +190,15 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
   // Without the IPv6 route (IPv6 disabled) IPv6 destinations are unreachable, which is as
   // closed as captured; with it they reach the dual-stack listeners and are logged.
   const bool have_v6 = AddLocalDefaultRoute(AF_INET6) == 0;
-  if (plan.redirect_all) {
-    // Both families or no run: an IPv6 connection that missed the redirect would reach no
-    // listener (refused, but unlogged), and `*` promises that every port is captured.
+  bool redirected = false;
+  if (plan.redirect != RedirectMode::kOff) {
+    // Per-port listeners are the fallback only while nothing is installed. Once IPv4 is
+    // redirected, IPv6 must be too: a half-installed redirect is no mode of the plan.
     int err = InstallNetfilterBatch(plan.redirect_v4, kRedirectBatchAcks);
+    const bool fall_back = err != 0 && plan.redirect == RedirectMode::kPreferred;
     if (err == 0 && have_v6) err = InstallNetfilterBatch(plan.redirect_v6, kRedirectBatchAcks);
-    if (err != 0) return Fail(ChildStep::kNetworkRedirect, err, failed_step);
+    if (err != 0 && !fall_back) return Fail(ChildStep::kNetworkRedirect, err, failed_step);
+    redirected = err == 0;
   }
   // The entries live on this stack: at most the ports' count (bounded by the policy) + 2.
   constexpr size_t kMaxEntries = 1024;
@@ -204,6 +207,7 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
   size_t count = 0;
   int err = 0;
   for (uint16_t port : plan.tcp_ports) {
+    if (redirected) break;  // the redirect takes every port
     int fd = ListenTcp(port);
     if (fd < 0) {
       err = -fd;
@@ -212,7 +216,7 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
     plan.fds[count] = fd;
     entries[count++] = {CaptureKind::kTcp, 0, port};
   }
-  if (err == 0 && plan.redirect_all) {
+  if (err == 0 && redirected) {
     int fd = ListenTcp(kRedirectCapturePort);
     if (fd < 0) {
       err = -fd;
@@ -298,11 +302,13 @@ std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int 
       default: ++unknown;  // a kind byte our child never sends
     }
   }
-  const size_t expected_redirect = plan.redirect_all ? 1 : 0;
+  // Either mode, whole: the redirect alone, or (when the plan allows it) every listed port.
+  const bool redirect_set = redirect == 1 && tcp == 0 && plan.redirect != RedirectMode::kOff;
+  const bool per_port_set = redirect == 0 && tcp == plan.tcp_ports.size() &&
+                            plan.redirect != RedirectMode::kRequired;
   const size_t expected_proxy = plan.proxy_port != 0 ? 1 : 0;
-  if (!complete || unknown != 0 || tcp != plan.tcp_ports.size() ||
-      redirect != expected_redirect || proxy != expected_proxy ||
-      sockets.size() < plan.tcp_ports.size() + expected_redirect + expected_proxy + 1) {
+  if (!complete || unknown != 0 || !(redirect_set || per_port_set) || proxy != expected_proxy ||
+      sockets.size() < tcp + redirect + expected_proxy + 1) {
     for (const auto& socket : sockets) ::close(socket.fd);
     sockets.clear();
   }

@@ -19,14 +19,22 @@
 
 namespace sbx {
 
-// What the child binds, in the order the fds are sent: one dual-stack TCP listener per
-// port, or (all-port capture) the nf_tables redirect and one dual-stack listener on
-// kRedirectCapturePort; the proxy's TCP listener on 127.0.0.1:proxy_port (proxy_env only),
-// then UDP 53 on 0.0.0.0 and (when the kernel has IPv6) on [::].
+// How TCP is captured (network_redirect.h): all ports through the nf_tables redirect, or one
+// listener per port.
+enum class RedirectMode {
+  kOff,        // per-port listeners only
+  kPreferred,  // the redirect; per-port listeners when the kernel has no nf_tables NAT
+  kRequired,   // the redirect or no run (a `*` port in the policy)
+};
+
+// What the child binds, in the order the fds are sent: the nf_tables redirect and one
+// dual-stack listener on kRedirectCapturePort, or (redirect off or unavailable) one dual-stack
+// TCP listener per port of tcp_ports; the proxy's TCP listener on 127.0.0.1:proxy_port
+// (proxy_env only), then UDP 53 on 0.0.0.0 and (when the kernel has IPv6) on [::].
 struct CapturePlan {
   bool enabled = false;
   std::vector<uint16_t> tcp_ports;
-  bool redirect_all = false;
+  RedirectMode redirect = RedirectMode::kOff;
   // The redirect's netlink batches, built by the runner (network_redirect.h).
   std::vector<uint8_t> redirect_v4, redirect_v6;
   uint16_t proxy_port = 0;  // 0: no proxy listener
@@ -35,12 +43,13 @@ struct CapturePlan {
   mutable std::vector<int> fds;
 
   size_t SocketCount() const {
-    return tcp_ports.size() + (redirect_all ? 1 : 0) + (proxy_port != 0 ? 1 : 0) + 2;
+    return tcp_ports.size() + (redirect != RedirectMode::kOff ? 1 : 0) +
+           (proxy_port != 0 ? 1 : 0) + 2;
   }
 };
 
-// `redirect_all` (all-port capture) takes the place of `tcp_ports`, which must then be empty.
-CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, bool redirect_all,
+// `tcp_ports` are the fallback of kPreferred; with kRequired they are not used.
+CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, RedirectMode redirect,
                                uint16_t proxy_port, int send_fd);
 
 // Child, in its new network namespace with lo up and its namespace capabilities: adds the
@@ -56,8 +65,9 @@ struct CapturedSocket {
 };
 
 // Runner: receives the child's sockets from `receive_fd` within `timeout_ms`. An empty
-// result means the child sent nothing (it failed setup or died; its report says why).
-// The fds are CLOEXEC.
+// result means the child sent nothing (it failed setup or died; its report says why), or not
+// a whole set of one of the plan's modes. One kRedirect socket among them says that every
+// TCP port is captured. The fds are CLOEXEC.
 std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int receive_fd,
                                                    int timeout_ms);
 

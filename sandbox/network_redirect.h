@@ -1,12 +1,14 @@
 // All-port capture for the network allowlist: an nf_tables NAT rule in the sandbox's network
 // namespace that redirects every TCP connection to a non-loopback destination to one listener.
 //
-// Per-port listeners (network_capture.h) cannot cover `*` ports: 65,535 sockets. Instead the
-// sandbox child, while it holds its namespace's CAP_NET_ADMIN, installs in its own namespace
-// (never the host's) `tcp daddr != loopback -> redirect to :kRedirectCapturePort`, IPv4 and
-// IPv6. sbx-netd reads each connection's original destination from conntrack
-// (SO_ORIGINAL_DST) and decides it like any captured connection, so every TCP attempt, on any
-// port, is logged. Loopback stays out so that servers the code starts for itself still work.
+// Per-port listeners (network_capture.h) cannot cover `*` ports (65,535 sockets), leave every
+// other port unlogged, and hold their ports on every address of the sandbox, loopback too (a
+// dev server on 8000 failed with EADDRINUSE). Instead the sandbox child, while it holds its
+// namespace's CAP_NET_ADMIN, installs in its own namespace (never the host's)
+// `tcp daddr != loopback -> redirect to :kRedirectCapturePort`, IPv4 and IPv6. sbx-netd reads
+// each connection's original destination from conntrack (SO_ORIGINAL_DST) and decides it
+// like any captured connection, so every TCP attempt, on any port, is logged. Loopback stays
+// out so that servers the code starts for itself still work.
 //
 // The messages are nf_tables netlink (no nft binary, no libnftables): built by the runner,
 // sent by the child, which must not allocate.

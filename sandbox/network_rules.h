@@ -154,10 +154,11 @@ bool AllowPrivateCovers(const NetworkAllowlist& policy, const IpAddress& address
 // (labels of [a-z0-9-_], 1..63 bytes, total <= 253). Used for queries, SNI and Host alike.
 std::optional<std::string> NormalizeHostName(std::string_view name);
 
-// A `*` port in an allow or allow_private rule: the sandbox captures every TCP port through one
-// redirected listener (sandbox/network_redirect.h) instead of a listener per port.
+// A `*` port in an allow or allow_private rule: only the all-port redirect
+// (sandbox/network_redirect.h) can capture it, so the run needs it (no per-port fallback).
 bool CapturesAllPorts(const NetworkAllowlist& policy);
-// The TCP ports the sandbox listens on for sbx-netd, sorted and unique: 80, 443, the audit-only
+// The per-port fallback of capture (a kernel without nf_tables NAT): the TCP ports the sandbox
+// then listens on for sbx-netd, sorted and unique: 80, 443, the audit-only
 // ports (connections there are logged and refused unless a rule allows them) and every port of
 // every allow and allow_private rule; empty when CapturesAllPorts. DNS (53) is captured
 // separately and is not listed.

@@ -81,7 +81,11 @@ Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist
   }
   run->receive_.reset(fds[0]);
   run->child_end_.reset(fds[1]);
-  run->plan_ = PrepareCapturePlan(CapturePorts(allowlist), CapturesAllPorts(allowlist),
+  // The redirect logs every TCP attempt and leaves the code's own loopback ports free; a
+  // kernel without nf_tables NAT falls back to listeners per port, unless a `*` needs it.
+  run->plan_ = PrepareCapturePlan(CapturePorts(allowlist),
+                                  CapturesAllPorts(allowlist) ? RedirectMode::kRequired
+                                                              : RedirectMode::kPreferred,
                                   allowlist.proxy_env ? kProxyEnvPort : 0, fds[1]);
   run->sandbox_env_ = run->trust_.sandbox_env();
   // The proxy variables win over anything before them (validation refuses a placeholder
@@ -109,6 +113,7 @@ Result<void> AllowlistRun::HandOver(bool* child_failed) {
   std::vector<CaptureSocketSpec> specs;
   for (const auto& socket : sockets) {
     specs.push_back({socket.kind, socket.port, socket.fd});
+    all_tcp_ports_ = all_tcp_ports_ || socket.kind == CaptureKind::kRedirect;
   }
   auto sent = helper_->SendCaptureSockets(specs);
   for (const auto& socket : sockets) ::close(socket.fd);  // netd holds them now
@@ -136,6 +141,7 @@ void AllowlistRun::Finish(NetworkOutcome* outcome) {
   }
   log_.reset();
   outcome->log_path = log_path_;
+  outcome->tcp_coverage = all_tcp_ports_ ? "all" : "listed+audit";
 }
 
 }  // namespace sbx

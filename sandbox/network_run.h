@@ -64,6 +64,7 @@ class AllowlistRun {
   AllowlistRun() = default;
 
   bool finished_ = false;  // else the destructor removes the log: a refused run leaves nothing
+  bool all_tcp_ports_ = false;  // the child's redirect is in place (HandOver saw its listener)
 
   std::unique_ptr<NetworkHelper> helper_;
   UniqueFd log_;

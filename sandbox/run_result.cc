@@ -44,9 +44,10 @@ nlohmann::ordered_json NetworkOutcomeJson(const NetworkOutcome& network) {
   nlohmann::ordered_json out;
   out["mode"] = network.mode;
   if (network.mode != "allowlist") return out;
-  // What the capture covers: TCP on the listed ports plus the audit-only ones, UDP only DNS,
-  // IPv6 captured and denied unless an address rule allows it.
-  out["coverage"] = {{"tcp", "listed+audit"}, {"udp", "dns"}, {"ipv6", "address_rules_only"}};
+  // What the capture covers: TCP on every port (or, without the kernel's NAT, the listed
+  // ports plus the audit-only ones), UDP only DNS, IPv6 captured and denied unless an
+  // address rule allows it.
+  out["coverage"] = {{"tcp", network.tcp_coverage}, {"udp", "dns"}, {"ipv6", "address_rules_only"}};
   out["dns_queries"] = network.dns_queries;
   out["allowed"] = network.allowed;
   out["denied"] = network.denied;

@@ -37,6 +37,9 @@ struct NetworkOutcome {
   uint64_t bytes_down = 0;
   std::string log_path;    // the audit log (JSON lines), outside the sandbox; "" if none
   std::string log_sha256;  // of the log as the run left it
+  // Which TCP ports were captured (and logged): "all" (the nf_tables redirect) or
+  // "listed+audit" (a listener per listed and audit-only port; the kernel had no NAT).
+  std::string tcp_coverage = "listed+audit";
 };
 
 struct RunResult {

@@ -1,6 +1,7 @@
-// Network allowlist with a `*` port: the sandbox captures every TCP port through its nf_tables
-// redirect (sandbox/network_redirect.h), so a `*` rule reaches its host on any port and every
-// other TCP attempt, on any port, is refused and logged. Each probe runs first unsandboxed in T.
+// All-port capture (sandbox/network_redirect.h): the sandbox redirects every non-loopback TCP
+// connection to one listener with nf_tables NAT, so every TCP attempt, on any port, is decided
+// and logged, a `*` rule reaches its host on any port, and the code's own loopback servers
+// keep their ports. Each probe runs first unsandboxed in T.
 #include <string>
 
 #include "tests/integration/network_audit.h"
@@ -47,6 +48,7 @@ TEST_F(NetworkAllowlist, StarPortLogsAndRefusesEveryOtherDestinationOnAnyPort) {
     ExpectReset(run.probe);
     EXPECT_EQ(CountEvents(run.events, {.server = "evil.test"}), 0u);
     ExpectRecord(ReadAuditLog(run.result), ConnDenied("no_rule", Endpoint(kEvil, port)));
+    EXPECT_EQ(run.result["network"]["coverage"]["tcp"], "all") << run.result.dump();
   }
   // An allowed name resolved by hand is still an IP literal: only address rules match those.
   auto literal = Sandboxed(policy, {"banner", kPypi, std::to_string(nettest::kPostgresPort)});
@@ -54,6 +56,31 @@ TEST_F(NetworkAllowlist, StarPortLogsAndRefusesEveryOtherDestinationOnAnyPort) {
   ExpectReset(literal.probe);
   ExpectRecord(ReadAuditLog(literal.result),
                ConnDenied("no_rule", Endpoint(kPypi, nettest::kPostgresPort)));
+}
+
+TEST_F(NetworkAllowlist, EveryPortIsCapturedWithoutAStarRuleToo) {
+  SBX_NET_SANDBOXED_HALF();
+  auto run = Sandboxed(Allowlist({"pypi.test"}), {"banner", kEvil, std::to_string(kUncapturedPort)});
+  ASSERT_TRUE(run.ran);
+  ExpectReset(run.probe);
+  ExpectRecord(ReadAuditLog(run.result), ConnDenied("no_rule", Endpoint(kEvil, kUncapturedPort)));
+  EXPECT_EQ(run.result["network"]["coverage"]["tcp"], "all") << run.result.dump();
+}
+
+// Per-port capture held 8000 and 8080 (audit-only ports) on every address of the sandbox, so a
+// dev server the code started there failed with EADDRINUSE; the redirect leaves loopback alone.
+TEST_F(NetworkAllowlist, TheCodesOwnLoopbackServersKeepTheirPorts) {
+  const std::vector<std::string> probe = {"own_server", "8000", "8080", "5432"};
+  auto control = Control(probe);
+  for (const char* port : {"8000", "8080", "5432"}) {
+    EXPECT_EQ(control.probe["ports"][port], "own") << control.diagnostics;
+  }
+  SBX_NET_SANDBOXED_HALF();
+  auto run = Sandboxed(Allowlist({"pypi.test:443,5432"}), probe);
+  ASSERT_TRUE(run.ran);
+  for (const char* port : {"8000", "8080", "5432"}) {
+    EXPECT_EQ(run.probe["ports"][port], "own") << port << ": " << run.diagnostics;
+  }
 }
 
 }  // namespace

@@ -94,6 +94,7 @@ void ProbeOwnLoopbackServer(ChildReport& report) {
   } else if ((err = SetUpCaptureInChild(plan, &step)) != 0) {
     report.setup_err = err;
     report.setup_step = static_cast<int>(step);
+    ::close(plan.send_fd);  // EOF for the receiver, as when a sandbox child exits on failure
   } else {
     report.v4_connect = ConnectTo(AF_INET, kV4Destination, kUnservedPort);
     int probe = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -121,15 +122,18 @@ struct CaptureRun {
   }
 };
 
-// Starts the child with capture per `redirect_all` (no per-port listeners either way) and
-// reads its report.
-void StartChild(bool redirect_all, CaptureRun& run) {
+// Starts the child with capture per `redirect` and per-port listeners on `tcp_ports` (the
+// fallback), and reads its report. `break_redirect` makes the redirect's installation fail
+// the way a kernel without nf_tables NAT does (no answer to the batch).
+void StartChild(RedirectMode redirect, CaptureRun& run,
+                const std::vector<uint16_t>& tcp_ports = {}, bool break_redirect = false) {
   int capture[2], report[2], done[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, capture), 0);
   ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
   ASSERT_EQ(::pipe2(done, O_CLOEXEC), 0);
   UniqueFd receive(capture[0]), report_read(report[0]);
-  const CapturePlan plan = PrepareCapturePlan({}, redirect_all, 0, capture[1]);
+  CapturePlan plan = PrepareCapturePlan(tcp_ports, redirect, 0, capture[1]);
+  if (break_redirect) plan.redirect_v4.clear();
   run.pid = ::fork();
   ASSERT_GE(run.pid, 0);
   if (run.pid == 0) {
@@ -168,12 +172,12 @@ TEST(AllPortRedirect, ConnectionsToAnyPortReachTheListenerWithTheirOriginalDesti
   {
     // Control: without the redirect nothing listens on that port in the namespace.
     CaptureRun control;
-    StartChild(false, control);
+    StartChild(RedirectMode::kOff, control);
     ASSERT_EQ(control.report.setup_step, -1) << std::strerror(control.report.setup_err);
     EXPECT_EQ(control.report.v4_connect, ECONNREFUSED) << std::strerror(control.report.v4_connect);
   }
   CaptureRun run;
-  StartChild(true, run);
+  StartChild(RedirectMode::kRequired, run);
   if (run.report.setup_step == static_cast<int>(ChildStep::kNetworkRedirect) &&
       (run.report.setup_err == EOPNOTSUPP || run.report.setup_err == ENOENT ||
        run.report.setup_err == EPROTONOSUPPORT)) {
@@ -202,6 +206,28 @@ TEST(AllPortRedirect, ConnectionsToAnyPortReachTheListenerWithTheirOriginalDesti
   EXPECT_EQ(run.report.loopback_accepted, 1) << "the code's own loopback server was redirected";
   pollfd nothing_else{redirect, POLLIN, 0};
   EXPECT_EQ(::poll(&nothing_else, 1, 100), 0) << "the loopback connection reached the listener";
+}
+
+TEST(AllPortRedirect, WithoutTheKernelsNatPreferredFallsBackToListenersPerPortAndRequiredFails) {
+  CaptureRun fallback;
+  StartChild(RedirectMode::kPreferred, fallback, {kUnservedPort}, /*break_redirect=*/true);
+  ASSERT_EQ(fallback.report.setup_step, -1) << std::strerror(fallback.report.setup_err);
+  int listener = -1;
+  for (const auto& socket : fallback.sockets) {
+    EXPECT_NE(socket.kind, CaptureKind::kRedirect);
+    if (socket.kind == CaptureKind::kTcp && socket.port == kUnservedPort) listener = socket.fd;
+  }
+  ASSERT_NE(listener, -1) << "the per-port listener was handed over";
+  ASSERT_EQ(fallback.report.v4_connect, 0) << std::strerror(fallback.report.v4_connect);
+  // No NAT: the listener's own address is the destination (netd's fallback in OnAccepted).
+  EXPECT_EQ(AcceptOriginalDestination(listener),
+            "(no original destination; local " + std::string(kV4Destination) + ":" +
+                std::to_string(kUnservedPort) + ")");
+
+  CaptureRun required;
+  StartChild(RedirectMode::kRequired, required, {kUnservedPort}, /*break_redirect=*/true);
+  EXPECT_EQ(required.report.setup_step, static_cast<int>(ChildStep::kNetworkRedirect));
+  EXPECT_TRUE(required.sockets.empty()) << "a run that needs every port gets no capture at all";
 }
 
 }  // namespace

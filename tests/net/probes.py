@@ -339,6 +339,24 @@ def probe_banner(args):
         return describe(e, stage=stage)
 
 
+def probe_own_server(args):
+    """A server of the code's own on 127.0.0.1:<port> (a dev server an agent starts and curls)."""
+    results = {}
+    for port in args.ports:
+        try:
+            with socket.socket() as listener:
+                listener.bind(("127.0.0.1", port))
+                listener.listen(1)
+                with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as client:
+                    conn, _ = listener.accept()
+                    with conn:
+                        conn.sendall(b"own")
+                        results[str(port)] = client.recv(8).decode()
+        except OSError as e:
+            results[str(port)] = describe(e).get("errno_name") or str(e)
+    return {"ports": results}
+
+
 def probe_udp(args):
     family = socket.AF_INET6 if ":" in args.addr else socket.AF_INET
     start = time.monotonic()
@@ -543,6 +561,7 @@ def main():
         p = sub.add_parser(probe)
         p.add_argument("addr")
         p.add_argument("port", type=int)
+    sub.add_parser("own_server").add_argument("ports", type=int, nargs="+")
     p = sub.add_parser("connect")
     p.add_argument("target", help="host:port as the CONNECT line names it")
     p.add_argument("--resolve", action="store_true", help="CONNECT to the host's IPv4 address")
