@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sandbox/fs_beneath.h"
 #include "sandbox/network_helper_protocol.h"
 #include "sandbox/sibling_executable.h"
 #include "sandbox/policy.h"
@@ -121,12 +122,8 @@ Result<UniqueFd> CaFilesMemfd(const std::vector<std::string>& pems) {
   UniqueFd fd(memfd_create("sbx-netd-ca-files", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd) return SysError(ErrorCode::kSetupFailed, "sbx-netd: memfd_create (CA files)");
   for (const std::string& pem : pems) {
-    size_t at = 0;
-    while (at < pem.size()) {
-      const ssize_t wrote = write(fd.get(), pem.data() + at, pem.size() - at);
-      if (wrote < 0 && errno == EINTR) continue;
-      if (wrote <= 0) return SysError(ErrorCode::kSetupFailed, "sbx-netd: write (CA files memfd)");
-      at += static_cast<size_t>(wrote);
+    if (auto wrote = WriteAll(fd.get(), pem); !wrote) {
+      return wrote.error().Context("sbx-netd: CA files memfd");
     }
   }
   if (fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
@@ -173,10 +170,7 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
                                                           const std::vector<std::string>& ca_pems) {
   std::string hello;
   // The hello may carry secrets (tls_json): wiped however this function returns.
-  struct Wiper {
-    std::string& text;
-    ~Wiper() { WipeString(text); }
-  } wipe_hello{hello};
+  ScopedWipe wipe_hello(hello);
   try {
     json public_part = {{"v", 1},
                         {"run", run_id},

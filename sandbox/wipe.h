@@ -20,4 +20,16 @@ inline void WipeString(std::string& text) {
   text.clear();
 }
 
+// Wipes a string when the scope ends, however it ends (early returns, exceptions).
+class ScopedWipe {
+ public:
+  explicit ScopedWipe(std::string& text) : text_(text) {}
+  ~ScopedWipe() { WipeString(text_); }
+  ScopedWipe(const ScopedWipe&) = delete;
+  ScopedWipe& operator=(const ScopedWipe&) = delete;
+
+ private:
+  std::string& text_;
+};
+
 }  // namespace sbx

@@ -228,10 +228,7 @@ Result<Hello> ReceiveHello(int control_fd) {
   auto text = ReceiveMessage(control_fd, &fds);
   if (!text) return text.error();
   // Wiped however this returns: it holds the secrets.
-  struct Wiper {
-    std::string& text;
-    ~Wiper() { WipeString(text); }
-  } wipe_text{*text};
+  ScopedWipe wipe_text(*text);
   if (fds.size() > 1) return ProtocolError("hello: more than one fd (the CA files' memfd)");
   std::string ca_texts;
   if (fds.size() == 1) {

@@ -23,32 +23,14 @@ namespace sbx::executor {
 namespace {
 
 using sbx::testing::HostProcessesWith;
+using sbx::testing::NewSession;
+using sbx::testing::Python;
+using sbx::testing::RunBlock;
 using sbx::testing::ScratchDir;
-using sbx::testing::TestImage;
 using sbx::testing::WallClockScale;
 
 ExecutorOptions Options(double timeout_seconds = 20) {
-  ExecutorOptions options;
-  options.image_dir = TestImage();
-  options.policy.limits.timeout_seconds = timeout_seconds * WallClockScale();
-  options.grace_seconds = 1;
-  return options;
-}
-
-std::unique_ptr<SessionExecutor> NewSession(ExecutorOptions options = Options()) {
-  auto executor = SessionExecutor::Create(std::move(options));
-  EXPECT_TRUE(executor) << executor.error().ToString();
-  return executor ? std::move(*executor) : nullptr;
-}
-
-CodeResult RunBlock(CodeExecutor& executor, const std::string& language, const std::string& source) {
-  auto result = executor.Execute({{language, source}});
-  EXPECT_TRUE(result) << result.error().ToString();
-  return result ? *result : CodeResult{};
-}
-
-CodeResult Python(CodeExecutor& executor, const std::string& source) {
-  return RunBlock(executor, "python", source);
+  return sbx::testing::TestExecutorOptions(timeout_seconds);
 }
 
 TEST(Executor, SessionKeepsVariablesImportsAndFilesAcrossCalls) {

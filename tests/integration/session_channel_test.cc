@@ -7,28 +7,16 @@
 #include <thread>
 
 #include "sandbox_fixture.h"
+#include "session_checks.h"
 #include "src/executor/executors.h"
 
 namespace sbx::executor {
 namespace {
 
-using sbx::testing::TestImage;
-using sbx::testing::WallClockScale;
+using sbx::testing::Python;
 
 std::unique_ptr<SessionExecutor> NewSession() {
-  ExecutorOptions options;
-  options.image_dir = TestImage();
-  options.policy.limits.timeout_seconds = 30 * WallClockScale();
-  options.grace_seconds = 1;
-  auto executor = SessionExecutor::Create(std::move(options));
-  EXPECT_TRUE(executor) << executor.error().ToString();
-  return executor ? std::move(*executor) : nullptr;
-}
-
-CodeResult Python(CodeExecutor& executor, const std::string& source) {
-  auto result = executor.Execute({{"python", source}});
-  EXPECT_TRUE(result) << result.error().ToString();
-  return result ? *result : CodeResult{};
+  return sbx::testing::NewSession(sbx::testing::TestExecutorOptions(30));
 }
 
 // Python that finds the driver's channel (the one socket among the cell's fds) and the cell's

@@ -59,4 +59,29 @@ void ExpectSeccompFilterActive(executor::CodeExecutor& executor) {
   EXPECT_EQ(host.output, "EFAULT EBADF\n");
 }
 
+executor::ExecutorOptions TestExecutorOptions(double timeout_seconds) {
+  executor::ExecutorOptions options;
+  options.image_dir = TestImage();
+  options.policy.limits.timeout_seconds = timeout_seconds * WallClockScale();
+  options.grace_seconds = 1;
+  return options;
+}
+
+std::unique_ptr<executor::SessionExecutor> NewSession(executor::ExecutorOptions options) {
+  auto session = executor::SessionExecutor::Create(std::move(options));
+  EXPECT_TRUE(session) << session.error().ToString();
+  return session ? std::move(*session) : nullptr;
+}
+
+executor::CodeResult RunBlock(executor::CodeExecutor& executor, const std::string& language,
+                              const std::string& source) {
+  auto result = executor.Execute({{language, source}});
+  EXPECT_TRUE(result) << result.error().ToString();
+  return result ? *result : executor::CodeResult{};
+}
+
+executor::CodeResult Python(executor::CodeExecutor& executor, const std::string& source) {
+  return RunBlock(executor, "python", source);
+}
+
 }  // namespace sbx::testing

@@ -2,9 +2,24 @@
 // sessions are held to exactly what cold ones are.
 #pragma once
 
+#include <memory>
+#include <string>
+
 #include "src/executor/code_executor.h"
+#include "src/executor/executors.h"
 
 namespace sbx::testing {
+
+// A test executor's options: the test image, a per-block timeout of `timeout_seconds` (scaled
+// to this machine's wall clock) and a 1 s grace.
+executor::ExecutorOptions TestExecutorOptions(double timeout_seconds = 20);
+// A session (null, with a test failure, when it cannot start).
+std::unique_ptr<executor::SessionExecutor> NewSession(
+    executor::ExecutorOptions options = TestExecutorOptions());
+// Runs one block; a failed call is a test failure and an empty result.
+executor::CodeResult RunBlock(executor::CodeExecutor& executor, const std::string& language,
+                              const std::string& source);
+executor::CodeResult Python(executor::CodeExecutor& executor, const std::string& source);
 
 // Hostname "sandbox", uid 1000, CapPrm/CapEff/CapBnd zero, NoNewPrivs 1, no variable of the
 // runner's environment (a secret set just before), /root unreadable, only lo; and the
