@@ -218,6 +218,10 @@ class Copier {
   }
 
   void Record(const std::string& path, uint64_t size, CopyStatus status, std::string detail) {
+    if (status != CopyStatus::kCopied && listed_skips_++ >= kMaxListedSkips) {
+      ++result_.unlisted;
+      return;
+    }
     result_.entries.push_back(CopiedEntry{path, size, status, std::move(detail)});
   }
 
@@ -227,6 +231,7 @@ class Copier {
   dev_t workspace_dev_ = 0;
   size_t visits_left_ = 0;
   uint64_t temp_counter_ = 0;
+  size_t listed_skips_ = 0;
   std::set<std::string> copied_;
   CopyOutResult result_;
 };

@@ -66,8 +66,14 @@ struct CopiedEntry {
   std::string detail;  // why, for anything but kCopied
 };
 
+// Entries not copied that a result lists by name; the rest are only counted. The code decides
+// how many a workspace holds (100,000 visits of 16 KB paths would be 1.6 GB of names).
+inline constexpr size_t kMaxListedSkips = 1000;
+
 struct CopyOutResult {
+  // Every copied entry (bounded by max_files), and the first kMaxListedSkips of the others.
   std::vector<CopiedEntry> entries;
+  size_t unlisted = 0;  // entries not copied beyond those listed
   uint64_t bytes = 0;
   size_t files = 0;
   bool truncated = false;  // a count or visit budget ended the walk early

@@ -256,7 +256,11 @@ Result<ArchiveReport> PersistWorkspaceTar(const std::string& workspace_dir, int 
       skip = "not a regular file";
     }
     if (skip != nullptr) {
-      report.skipped.push_back(EscapeForMessage(item.path) + " (" + skip + ")");
+      if (report.skipped.size() < kMaxListedSkips) {
+        report.skipped.push_back(EscapeForMessage(item.path) + " (" + skip + ")");
+      } else {
+        ++report.skipped_unlisted;
+      }
       return WalkAction::kSkip;
     }
     if (report.files + report.directories >= budgets.max_entries) {

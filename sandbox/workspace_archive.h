@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/copy_out.h"
 #include "sandbox/error.h"
 #include "sandbox/fs_beneath.h"
 #include "sandbox/manifest.h"
@@ -42,7 +43,8 @@ struct ArchiveReport {
   size_t files = 0;
   size_t directories = 0;
   uint64_t bytes = 0;                // file contents
-  std::vector<std::string> skipped;  // "run.sock (not a regular file)"
+  std::vector<std::string> skipped;  // "run.sock (not a regular file)", the first kMaxListedSkips
+  size_t skipped_unlisted = 0;       // skipped beyond those listed
 };
 
 // Writes the workspace as a tar stream to `out_fd` (a file, pipe or socket).

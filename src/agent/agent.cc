@@ -212,6 +212,7 @@ AgentResult RunAgent(llm::LlmClient& llm, AgentSession& session, const AgentConf
                          {"error", result.error},
                          {"final_answer", result.final_answer},
                          {"outputs", outputs},
+                         {"outputs_unlisted", result.outputs.unlisted},
                          {"copy_error", result.copy_error},
                          {"missing_outputs", result.missing_outputs},
                          {"usage", {{"prompt_tokens", result.usage.prompt_tokens},

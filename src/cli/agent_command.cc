@@ -234,6 +234,9 @@ int RunAgentCommand(int argc, char** argv) {
     std::fprintf(stderr, "sbx agent: output %s: %s%s%s\n", entry.path.c_str(), CopyStatusName(entry.status),
                  entry.detail.empty() ? "" : ", ", entry.detail.c_str());
   }
+  if (result.outputs.unlisted != 0) {
+    std::fprintf(stderr, "sbx agent: %zu more entries not copied (not listed)\n", result.outputs.unlisted);
+  }
   if (!result.copy_error.empty()) std::fprintf(stderr, "sbx agent: outputs not copied: %s\n", result.copy_error.c_str());
   std::fprintf(stderr, "sbx agent: outputs in %s, transcript %s\n", out_dir.c_str(), transcript_path.c_str());
   if (result.end == agent::AgentEnd::kError) {

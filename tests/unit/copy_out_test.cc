@@ -99,6 +99,26 @@ TEST_P(CopyOutHostileTest, CopiesOnlyRegularFilesWithinBudget) {
 
 INSTANTIATE_TEST_SUITE_P(CopyOut, CopyOutHostileTest, ::testing::Bool());
 
+TEST(CopyOutTest, ListsTheFirstSkippedEntriesAndCountsTheRest) {
+  TempDir workspace, dest;
+  MakeDir(workspace / "out");
+  WriteFile(workspace / "out/real.txt", "data");
+  const size_t links = kMaxListedSkips + 40;
+  for (size_t i = 0; i < links; ++i) {
+    ASSERT_EQ(::symlink("/etc/passwd", (workspace / ("out/l" + std::to_string(i))).c_str()), 0);
+  }
+  auto result = CopyOut(workspace.path(), {"out"}, dest.path());
+  ASSERT_TRUE(result) << result.error().ToString();
+  size_t copied = 0, listed_skips = 0;
+  for (const auto& entry : result->entries) {
+    (entry.status == CopyStatus::kCopied ? copied : listed_skips) += 1;
+  }
+  EXPECT_EQ(copied, 1u) << "copied entries are always listed";
+  EXPECT_EQ(listed_skips, kMaxListedSkips);
+  EXPECT_EQ(result->unlisted, 40u);
+  EXPECT_EQ(ReadFile(dest / "out/real.txt"), "data");
+}
+
 TEST(CopyOutTest, ReportsBadNamesInsideDirectories) {
   TempDir workspace, dest;
   MakeDir(workspace / "out");

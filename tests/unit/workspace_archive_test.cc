@@ -128,6 +128,18 @@ TEST(WorkspaceArchiveTest, PersistSkipsTreesDeeperThanTheBudget) {
   ASSERT_TRUE(RestoreWorkspaceTar(dir / "ws.tar", restored.path(), TestOwner()));
 }
 
+TEST(WorkspaceArchiveTest, PersistListsTheFirstSkippedEntriesAndCountsTheRest) {
+  TempDir workspace, dir;
+  const size_t links = kMaxListedSkips + 25;
+  for (size_t i = 0; i < links; ++i) {
+    ASSERT_EQ(::symlink("/etc/passwd", (workspace / ("l" + std::to_string(i))).c_str()), 0);
+  }
+  auto report = PersistWorkspaceTar(workspace.path(), dir / "ws.tar");
+  ASSERT_TRUE(report) << report.error().ToString();
+  EXPECT_EQ(report->skipped.size(), kMaxListedSkips);
+  EXPECT_EQ(report->skipped_unlisted, 25u);
+}
+
 TEST(WorkspaceArchiveTest, RestoreRejectsHostileArchivesBeforeExtracting) {
   const std::string ok = RawHeader("ok.txt", '0', 2) + Padded("ok");
   const std::pair<const char*, std::string> hostile[] = {
