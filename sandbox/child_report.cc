@@ -36,7 +36,7 @@ const char* ChildStepName(ChildStep step) {
     case ChildStep::kExec: return "execve";
     case ChildStep::kInitSignals: return "set up the init's signal handling";
     case ChildStep::kNetworkRoutes: return "route every destination to the capture sockets (network allowlist)";
-    case ChildStep::kNetworkRedirect: return "redirect every TCP port to the capture socket with nf_tables NAT (network allowlist with a `*` port; the kernel needs nf_tables, nat and conntrack)";
+    case ChildStep::kNetworkRedirect: return "redirect every TCP port to the capture socket with nf_tables NAT (network allowlist; a policy with a `*` port needs it: the kernel must have nf_tables, nat and conntrack)";
     case ChildStep::kNetworkCapture: return "bind and hand over the capture sockets (network allowlist)";
     case ChildStep::kResolvConf: return "bind /etc/resolv.conf (network allowlist)";
     case ChildStep::kCaBundle: return "bind the CA bundle over /etc/ssl/certs/ca-certificates.crt (network allowlist)";

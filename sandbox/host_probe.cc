@@ -79,11 +79,16 @@ bool CanMountOverlayInUserNamespace() {
 }
 
 bool CanRedirectAllPortsInNetworkNamespace() {
-  return InChild([] {
+  // The batch a sandbox child sends on a kernel with IPv6 (one without gets the IPv4 half),
+  // built here: the probe's child only sends it.
+  const int probe = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const bool with_ipv6 = probe >= 0;
+  if (probe >= 0) ::close(probe);
+  const std::vector<uint8_t> batch = BuildRedirectBatch(with_ipv6, kRedirectCapturePort);
+  return InChild([&batch, with_ipv6] {
     if (int err = EnterUserAndMountNamespace()) return err;
     if (::unshare(CLONE_NEWNET) != 0) return 5;
-    return InstallNetfilterBatch(BuildRedirectBatch(AF_INET, kRedirectCapturePort),
-                                 kRedirectBatchAcks) == 0 ? 0 : 6;
+    return InstallNetfilterBatch(batch, RedirectBatchAcks(with_ipv6)).err == 0 ? 0 : 6;
   });
 }
 

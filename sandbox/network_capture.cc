@@ -176,8 +176,8 @@ CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, RedirectM
   plan.tcp_ports = tcp_ports;
   plan.redirect = redirect;
   if (redirect != RedirectMode::kOff) {
-    plan.redirect_v4 = BuildRedirectBatch(AF_INET, kRedirectCapturePort);
-    plan.redirect_v6 = BuildRedirectBatch(AF_INET6, kRedirectCapturePort);
+    plan.redirect_both = BuildRedirectBatch(true, kRedirectCapturePort);
+    plan.redirect_v4_only = BuildRedirectBatch(false, kRedirectCapturePort);
   }
   plan.proxy_port = proxy_port;
   plan.send_fd = send_fd;
@@ -192,13 +192,16 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
   const bool have_v6 = AddLocalDefaultRoute(AF_INET6) == 0;
   bool redirected = false;
   if (plan.redirect != RedirectMode::kOff) {
-    // Per-port listeners are the fallback only while nothing is installed. Once IPv4 is
-    // redirected, IPv6 must be too: a half-installed redirect is no mode of the plan.
-    int err = InstallNetfilterBatch(plan.redirect_v4, kRedirectBatchAcks);
-    const bool fall_back = err != 0 && plan.redirect == RedirectMode::kPreferred;
-    if (err == 0 && have_v6) err = InstallNetfilterBatch(plan.redirect_v6, kRedirectBatchAcks);
-    if (err != 0 && !fall_back) return Fail(ChildStep::kNetworkRedirect, err, failed_step);
-    redirected = err == 0;
+    // Listeners per port are the fallback only when the kernel refused the batch, which is
+    // one transaction: nothing of it is installed then. Unknown state is no run.
+    const NetfilterOutcome installed =
+        InstallNetfilterBatch(have_v6 ? plan.redirect_both : plan.redirect_v4_only,
+                              RedirectBatchAcks(have_v6));
+    const bool fall_back = installed.rejected && plan.redirect == RedirectMode::kPreferred;
+    if (installed.err != 0 && !fall_back) {
+      return Fail(ChildStep::kNetworkRedirect, installed.err, failed_step);
+    }
+    redirected = installed.err == 0;
   }
   // The entries live on this stack: at most the ports' count (bounded by the policy) + 2.
   constexpr size_t kMaxEntries = 1024;

@@ -43,10 +43,11 @@
 //                     kNetdMaxFdsPerMessage per message; "last" marks the final batch).
 //                     The fds are sockets bound inside the sandbox's network namespace:
 //                     TCP ones already listening (dual-stack [::]:port), UDP ones bound
-//                     (0.0.0.0:53 and [::]:53 with IPV6_V6ONLY). "redirect" (a `*` port
-//                     in the policy) is the listener that the sandbox's nf_tables NAT
-//                     sends every TCP connection to: its destination is SO_ORIGINAL_DST
-//                     (sandbox/network_redirect.h). "proxy" (proxy_env only) is a TCP
+//                     (0.0.0.0:53 and [::]:53 with IPV6_V6ONLY). "redirect" is the
+//                     listener that the sandbox's nf_tables NAT sends every non-loopback
+//                     TCP connection to: its destination is SO_ORIGINAL_DST
+//                     (sandbox/network_redirect.h); per-port "tcp" listeners only when the
+//                     kernel has no NAT. "proxy" (proxy_env only) is a TCP
 //                     listener on 127.0.0.1:port served as an HTTP proxy.
 //                     netd serves them at once.
 //  4. netd -> runner  {"serving":true}

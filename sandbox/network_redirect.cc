@@ -123,18 +123,13 @@ void CompareNetworkHeader(NetlinkBatch& batch, uint32_t offset, const void* valu
   });
 }
 
-}  // namespace
-
-std::vector<uint8_t> BuildRedirectBatch(int family, uint16_t to_port) {
+// The table, nat chain (output hook) and rule of one family, appended to `batch`.
+void AppendRedirect(NetlinkBatch& batch, int family, uint16_t to_port) {
   const uint8_t nf_family = family == AF_INET6 ? NFPROTO_IPV6 : NFPROTO_IPV4;
   constexpr uint16_t kAck = NLM_F_ACK;
   auto tables_message = [](uint16_t message) {
     return static_cast<uint16_t>(NFNL_SUBSYS_NFTABLES << 8 | message);
   };
-  NetlinkBatch batch;
-  batch.BeginMessage(NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
-  batch.EndMessage();
-
   batch.BeginMessage(tables_message(NFT_MSG_NEWTABLE), NLM_F_CREATE | kAck, nf_family);
   batch.String(NFTA_TABLE_NAME, kTable);
   batch.EndMessage();
@@ -183,42 +178,55 @@ std::vector<uint8_t> BuildRedirectBatch(int family, uint16_t to_port) {
   Expression(batch, "redir", [&] { batch.U32(NFTA_REDIR_REG_PROTO_MIN, NFT_REG_1); });
   batch.EndNested(expressions);
   batch.EndMessage();
+}
 
+}  // namespace
+
+std::vector<uint8_t> BuildRedirectBatch(bool with_ipv6, uint16_t to_port) {
+  NetlinkBatch batch;
+  batch.BeginMessage(NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
+  batch.EndMessage();
+  AppendRedirect(batch, AF_INET, to_port);
+  if (with_ipv6) AppendRedirect(batch, AF_INET6, to_port);
   batch.BeginMessage(NFNL_MSG_BATCH_END, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
   batch.EndMessage();
   return batch.Take();
 }
 
-int InstallNetfilterBatch(const std::vector<uint8_t>& batch, int acks) {
+NetfilterOutcome InstallNetfilterBatch(const std::vector<uint8_t>& batch, int acks) {
   int sock = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-  if (sock < 0) return errno;
-  int err = 0;
+  if (sock < 0) return {errno, true};  // no nfnetlink: nothing can have been installed
+  NetfilterOutcome outcome;
   if (::send(sock, batch.data(), batch.size(), 0) != static_cast<ssize_t>(batch.size())) {
-    err = errno;
+    outcome.err = errno;
   }
   // The kernel handles the batch inside send(): every answer is queued when it returns, so
   // an answer missing now is missing for good (MSG_DONTWAIT, never a hang).
-  while (err == 0 && acks > 0) {
+  while (outcome.err == 0 && acks > 0) {
     alignas(nlmsghdr) char reply[4096];
     const ssize_t got = ::recv(sock, reply, sizeof(reply), MSG_DONTWAIT);
     if (got < 0) {
-      err = errno == EAGAIN ? EPROTO : errno;
+      outcome.err = errno == EAGAIN ? EPROTO : errno;
       break;
     }
-    size_t left = static_cast<size_t>(got);
-    for (auto* header = reinterpret_cast<nlmsghdr*>(reply); err == 0 && NLMSG_OK(header, left);
-         header = NLMSG_NEXT(header, left)) {
+    int left = static_cast<int>(got);  // the NLMSG_* macros' arithmetic is on int
+    for (auto* header = reinterpret_cast<nlmsghdr*>(reply);
+         outcome.err == 0 && NLMSG_OK(header, left); header = NLMSG_NEXT(header, left)) {
       if (header->nlmsg_type != NLMSG_ERROR ||
           header->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) {
-        err = EPROTO;
+        outcome.err = EPROTO;
+      } else if (const int error = reinterpret_cast<const nlmsgerr*>(NLMSG_DATA(header))->error;
+                 error != 0) {
+        // nf_tables aborts the whole batch when one message fails: nothing is installed.
+        outcome.err = -error;
+        outcome.rejected = true;
       } else {
-        err = -reinterpret_cast<const nlmsgerr*>(NLMSG_DATA(header))->error;
         --acks;
       }
     }
   }
   ::close(sock);
-  return err;
+  return outcome;
 }
 
 }  // namespace sbx

@@ -23,14 +23,20 @@ namespace sbx {
 // it first; 1 (tcpmux) is unused in practice.
 inline constexpr uint16_t kRedirectCapturePort = 1;
 
-// One netlink batch (begin, table, nat chain on the output hook, rule, end) for `family`
-// (AF_INET or AF_INET6) that redirects TCP to any non-loopback address to `to_port`.
-// Three of its messages ask for an acknowledgement.
-std::vector<uint8_t> BuildRedirectBatch(int family, uint16_t to_port);
-inline constexpr int kRedirectBatchAcks = 3;
+// One netlink batch (one transaction: all of it or nothing) that redirects TCP to any
+// non-loopback IPv4 address, and with `with_ipv6` IPv6 too, to `to_port`: per family a table,
+// a nat chain on the output hook and a rule, each asking for an acknowledgement.
+std::vector<uint8_t> BuildRedirectBatch(bool with_ipv6, uint16_t to_port);
+inline constexpr int RedirectBatchAcks(bool with_ipv6) { return with_ipv6 ? 6 : 3; }
 
+struct NetfilterOutcome {
+  int err = 0;  // 0: all acknowledged; else an errno (EPROTO for a short or malformed answer)
+  // The kernel refused the batch (or has no nfnetlink): certainly nothing was installed. An
+  // error without it (the answers could not be read) leaves the state unknown.
+  bool rejected = false;
+};
 // Child: sends `batch` on a NETLINK_NETFILTER socket and checks that all `acks` came back
-// without error. 0 or an errno (EPROTO for a short or malformed answer). Async-signal-safe.
-int InstallNetfilterBatch(const std::vector<uint8_t>& batch, int acks);
+// without error. Async-signal-safe.
+NetfilterOutcome InstallNetfilterBatch(const std::vector<uint8_t>& batch, int acks);
 
 }  // namespace sbx

@@ -67,6 +67,19 @@ TEST_F(NetworkAllowlist, EveryPortIsCapturedWithoutAStarRuleToo) {
   EXPECT_EQ(run.result["network"]["coverage"]["tcp"], "all") << run.result.dump();
 }
 
+// The capture listener itself (port 1 on every address of the sandbox) takes connections that
+// the redirect did not translate: netd then sees their real, loopback destination and refuses.
+TEST_F(NetworkAllowlist, ConnectionsStraightToTheCaptureListenerAreRefusedAndLogged) {
+  SBX_NET_SANDBOXED_HALF();
+  for (const char* address : {"127.0.0.1", "127.0.0.2"}) {
+    SCOPED_TRACE(address);
+    auto run = Sandboxed(Allowlist({"pypi.test:*"}), {"banner", address, "1"});
+    ASSERT_TRUE(run.ran);
+    ExpectReset(run.probe);
+    ExpectRecord(ReadAuditLog(run.result), ConnDenied("", Endpoint(address, 1)));
+  }
+}
+
 // Per-port capture held 8000 and 8080 (audit-only ports) on every address of the sandbox, so a
 // dev server the code started there failed with EADDRINUSE; the redirect leaves loopback alone.
 TEST_F(NetworkAllowlist, TheCodesOwnLoopbackServersKeepTheirPorts) {
