@@ -280,7 +280,7 @@ Result<std::string> NetworkHelper::AwaitRunCaCertificate() {
   return cert.get<std::string>();
 }
 
-Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CaptureSocketSpec>& sockets) {
+Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CapturedSocket>& sockets) {
   SBX_TRY(AwaitReady());
   size_t at = 0;
   do {
@@ -288,7 +288,7 @@ Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CaptureSocketSp
     json batch = {{"capture", json::array()}, {"last", at + count == sockets.size()}};
     std::vector<int> fds;
     for (size_t i = at; i < at + count; ++i) {
-      const CaptureSocketSpec& socket = sockets[i];
+      const CapturedSocket& socket = sockets[i];
       batch["capture"].push_back(
           {{"proto", CaptureKindName(socket.kind)},
            {"port", socket.port}});

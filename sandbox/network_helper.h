@@ -30,17 +30,12 @@
 #include <vector>
 
 #include "sandbox/error.h"
+#include "sandbox/network_capture.h"
 #include "sandbox/network_helper_protocol.h"
 #include "sandbox/network_rules.h"
 #include "sandbox/unique_fd.h"
 
 namespace sbx {
-
-struct CaptureSocketSpec {
-  CaptureKind kind = CaptureKind::kTcp;
-  uint16_t port = 0;
-  int fd = -1;  // borrowed: sent by SCM_RIGHTS, still the caller's to close
-};
 
 // What the helper counted over the run. allowed/denied count decisions of every kind (each DNS
 // query with a usable question, each TCP connection); denied_names are the first 10 distinct
@@ -68,8 +63,8 @@ class NetworkHelper {
   // refuses (a CA file that does not parse), is reported here.
   Result<void> AwaitReady();
   // Waits for "ready" (step 2) if it has not come yet, then step 3 of the protocol, in
-  // batches of kNetdMaxFdsPerMessage; waits for "serving".
-  Result<void> SendCaptureSockets(const std::vector<CaptureSocketSpec>& sockets);
+  // batches of kNetdMaxFdsPerMessage; waits for "serving". The fds stay the caller's to close.
+  Result<void> SendCaptureSockets(const std::vector<CapturedSocket>& sockets);
   // Step 5 without waiting for the answer; nothing before "ready" (Stop handles that case).
   void RequestStop();
   // Step 5 (unless RequestStop sent it), then the summary; reaps the helper (killing it if it

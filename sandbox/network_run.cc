@@ -110,12 +110,10 @@ Result<void> AllowlistRun::HandOver(bool* child_failed) {
   receive_.reset();
   *child_failed = sockets.empty();
   if (sockets.empty()) return Ok{};
-  std::vector<CaptureSocketSpec> specs;
   for (const auto& socket : sockets) {
-    specs.push_back({socket.kind, socket.port, socket.fd});
     all_tcp_ports_ = all_tcp_ports_ || socket.kind == CaptureKind::kRedirect;
   }
-  auto sent = helper_->SendCaptureSockets(specs);
+  auto sent = helper_->SendCaptureSockets(sockets);  // borrows the fds
   for (const auto& socket : sockets) ::close(socket.fd);  // netd holds them now
   if (!sent) return sent.error().Context("network allowlist: handing the capture sockets to sbx-netd");
   return Ok{};

@@ -369,7 +369,7 @@ class NetdTest : public ::testing::Test {
     auto helper = StartNetworkHelper(SBX_NETD_BINARY, "run-test", allowlist_, log_.get());
     EXPECT_TRUE(helper) << (helper ? "" : helper.error().message);
     if (!helper) return nullptr;
-    std::vector<CaptureSocketSpec> captures = {
+    std::vector<CapturedSocket> captures = {
         {CaptureKind::kTcp, 80, sandbox_.tcp_listeners[0].get()},
         {CaptureKind::kTcp, upstream_.port(), sandbox_.tcp_listeners[1].get()},
         {CaptureKind::kUdp, 53, sandbox_.udp4.get()},
