@@ -9,7 +9,8 @@ itself never runs untrusted code. Protocol on fd 0 (frames as in session_driver.
   host   -> {"op": "config", "seccomp": base64 BPF, "last_cap": 40, "sandbox_id": 1000,
              "masks": {"files": [...], "read_only": [...], "hidden": [...], "devices": [...]},
              "scratch_options": "...", "tmp_options": "...", "shm_options": "...",
-             "idle_seconds": 900.0, "warmup": "code", "prefault": "code"}
+             "idle_seconds": 900.0, "warmup": "code", "prefault": "code",
+             "prefault_budget_pages": 1024}
   zygote -> {"op": "ready", "threads": 1}            the stack is imported and warmed up
   host   -> {"op": "spawn", "workspace": "s-7", "rlimits": [[resource, value], ...]}
             with SCM_RIGHTS: the session's socket and an O_PATH fd of its workspace directory
@@ -29,8 +30,8 @@ Each spawn forks a session that becomes pid 1 of a fresh pid namespace and, in t
   7. stdin, stdout, stderr on /dev/null; every other fd but the session socket closed;
   8. installs the seccomp filter (the program the host sent, with TSYNC): the last step of
      the isolation; copies the zygote pages a first execution would write (zygote_prefault.py,
-     learned once at start from the warm-up), so the first request does not pay for those
-     faults; then sends {"op": "prepared"};
+     learned once at start from an empty cell and the pre-fault code, within the budget), so
+     the first request does not pay for those faults; then sends {"op": "prepared"};
   9. serves session_driver.py's protocol on the socket (its "ready" frame first).
 A step that fails sends {"op": "setup_failed", "step": ..., "errno": ..., "message": ...} on
 the session socket and exits 125: the host discards the session and says which step failed.
@@ -414,10 +415,14 @@ def warm_up(code):
         exec(compile(code, "<sbx warm-up>", "exec"), {"__name__": "__sbx_warmup__"})
 
 
-def first_execution(code):
-    """A session's first execution through the driver, for zygote_prefault.learn's fork."""
-    def run():
-        # The cell file goes to a tmpfs of this throwaway fork, not to the zygote's /tmp.
+def first_executions(code):
+    """For zygote_prefault.learn's fork: a session's driver (prepare) and its first requests,
+    an empty cell, then `code`. The empty cell writes what every first execution writes (the
+    driver's own objects), so those pages are taken first."""
+    session = []
+
+    def prepare():
+        # The cell files go to a tmpfs of this throwaway fork, not to the zygote's /tmp.
         check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
         mount(None, "/", None, MS_REC | MS_PRIVATE, None, "mount private")
         mount("tmpfs", SCRATCH, "tmpfs", SAFE | MS_NOEXEC, "size=16m,mode=0700", "mount scratch")
@@ -425,9 +430,11 @@ def first_execution(code):
         for fd in (1, 2):
             os.dup2(null, fd)
         ours, _ = socket.socketpair()
-        session_driver.Session(ours.fileno()).execute(
-            {"id": 1, "language": "python"}, code.encode())
-    return run
+        session.append(session_driver.Session(ours.fileno()))
+
+    def cell(number, source):
+        return lambda: session[0].execute({"id": number, "language": "python"}, source.encode())
+    return prepare, [cell(1, "pass\n"), cell(2, code)]
 
 
 def main():
@@ -445,7 +452,9 @@ def main():
     gc.collect()
     gc.freeze()
     prefault_code = config.get("prefault", "")
-    prefault_ranges = zygote_prefault.learn(first_execution(prefault_code)) if prefault_code else []
+    budget = int(config.get("prefault_budget_pages", 0))
+    prefault_ranges = (zygote_prefault.learn(*first_executions(prefault_code), budget)
+                       if prefault_code and budget > 0 else [])
     threads = len(os.listdir("/proc/self/task"))
     zygote = Zygote(control, config, prefault_ranges)
     session_driver.write_frame(control.fileno(), json.dumps(

@@ -7,12 +7,20 @@ first write is a page fault that copies the page: on the 2-core build VMs about 
 (the host backs every fresh guest page on demand), so 13 ms or more of the first execution of
 every pooled session went to faults. A second execution in the same session takes none.
 
-  learn(run)        in the zygote, once: forks a throwaway child that calls run() (the zygote's
-                    stand-in for a first execution) and reports, from /proc/self/pagemap, the
-                    pages of the zygote's writable private mappings that became the child's
-                    own; returns them as (address, length) ranges.
+  learn(prepare, runs, budget_pages)
+                    in the zygote, once: forks a throwaway child that calls prepare(), then
+                    each of runs() in
+                    turn (the zygote's stand-ins for a first execution: an empty cell, then a
+                    typical one) and reports, from /proc/self/pagemap, the pages of the
+                    zygote's writable private mappings that each made the child's own; returns
+                    at most budget_pages of them as (address, length) ranges, those of the
+                    earlier runs first: the pages every first execution writes (the driver's
+                    own) come before those only the typical one does.
   prefault(ranges)  in each session while it is prepared: MADV_POPULATE_WRITE (Linux 5.14)
                     breaks the sharing of those pages now, before the session is handed out.
+
+Every pre-copied page is private memory an idle session holds, so the budget caps it: the
+pages past it are copied by the first execution as before, each by its own fault.
 
 The pre-fault writes no data: it only makes private copies a write would have made anyway, so
 nothing of the learning child (which has ended) or of the zygote reaches a session that the
@@ -67,26 +75,43 @@ def _runs(pages):
     return [(low * PAGE, (high - low) * PAGE) for low, high in ranges]
 
 
-def _probe(report_fd, run):
+def _within_budget(written_by_run, budget_pages):
+    """Pages of the earlier runs first, each run's in address order, at most budget_pages."""
+    chosen = set()
+    for pages in written_by_run:
+        room = budget_pages - len(chosen)
+        if room <= 0:
+            break
+        chosen.update(sorted(pages - chosen)[:room])
+    return chosen
+
+
+def _probe(report_fd, prepare, runs, budget_pages):
+    prepare()
     mappings = _writable_private_mappings()
-    before = _own_pages(mappings)
-    run()
-    written = _own_pages(mappings) - before
-    data = b"".join(struct.pack("<QQ", *r) for r in _runs(written))
+    own = _own_pages(mappings)
+    written_by_run = []
+    for run in runs:
+        run()
+        now = _own_pages(mappings)
+        written_by_run.append(now - own)
+        own = now
+    chosen = _within_budget(written_by_run, budget_pages)
+    data = b"".join(struct.pack("<QQ", *r) for r in _runs(chosen))
     view = memoryview(data)
     while view:
         view = view[os.write(report_fd, view):]
 
 
-def learn(run):
-    """The zygote pages that run() writes when it runs in a fresh fork; [] if that fails."""
+def learn(prepare, runs, budget_pages):
+    """The zygote pages that runs() write in a fresh fork, within the budget; [] on failure."""
     read_end, write_end = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
             os.close(read_end)
-            _probe(write_end, run)
+            _probe(write_end, prepare, runs, budget_pages)
             code = 0
         finally:
             os._exit(code)

@@ -2,10 +2,11 @@
 // SessionExecutor vs pooled), pooled executions per second, idle pooled session memory, and
 // bare python3 on the host for reference.
 //
-//   build/sbx_pool_bench [--image DIR] [--iterations N] [--warm N] [--seconds S] [--prefault 0|1]
+//   build/sbx_pool_bench [--image DIR] [--iterations N] [--warm N] [--seconds S] [--prefault-mib M]
 //
-// --prefault 1 starts the pool with PoolOptions::prefault_code = kDefaultPrefaultCode (opt-in),
-// to see what the pre-fault trades: first-execution latency for CPU and memory.
+// --prefault-mib sets PoolOptions::prefault_budget_bytes (default the pool's 4 MiB; 0 turns the
+// pre-fault off, 64 takes every page learned), to see what the pre-fault trades: first-execution
+// latency for memory.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
   std::string image;
   int iterations = 30;
   size_t warm = 4;
-  bool prefault = false;
+  size_t prefault_budget = sbx::executor::kDefaultPrefaultBudgetBytes;
   double seconds = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
@@ -87,7 +88,7 @@ int main(int argc, char** argv) {
     else if (flag == "--iterations") iterations = std::atoi(argv[i + 1]);
     else if (flag == "--warm") warm = static_cast<size_t>(std::atoi(argv[i + 1]));
     else if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
-    else if (flag == "--prefault") prefault = std::atoi(argv[i + 1]) != 0;
+    else if (flag == "--prefault-mib") prefault_budget = static_cast<size_t>(std::atof(argv[i + 1]) * (1 << 20));
   }
   const std::vector<CodeBlock> blocks = {{"python", kCode}};
   std::printf("code: %s\n\n", kCode);
@@ -139,7 +140,7 @@ int main(int argc, char** argv) {
     sbx::executor::PoolOptions pool_options;
     pool_options.image_dir = image;
     pool_options.warm_sessions = warm;
-    if (prefault) pool_options.prefault_code = sbx::executor::kDefaultPrefaultCode;
+    pool_options.prefault_budget_bytes = prefault_budget;
     pool.reset();
     auto pool_start = Clock::now();
     auto created = sbx::executor::SessionPool::Create(pool_options);
@@ -148,7 +149,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     pool = std::move(*created);
-    std::printf("\n[pool, %zu warm sessions, %s]\n", warm, prefault ? "pre-faulted" : "not pre-faulted");
+    std::printf("\n[pool, %zu warm sessions, pre-fault budget %.1f MiB: %zu pages learned and pre-copied]\n", warm,
+                prefault_budget / 1048576.0, pool->prefault_pages());
     std::printf("%-44s %8.2f ms\n", "pool start (zygote imports + warm-up)", Ms(pool_start));
     pool->WaitForWarm(warm, 30);
     std::vector<double> pooled, acquire_only, idle_memory;

@@ -1,8 +1,9 @@
 // Measures what the warm pool's pre-fault buys on a machine whose load varies: one process, two
-// pools (PoolOptions::prefault_code = kDefaultPrefaultCode, and empty), acquisitions alternating between
-// them, so both see the same load. Each sample is acquire + the describe, end to end.
+// pools (PoolOptions::prefault_budget_bytes = --budget MiB, default the pool's 4, and 0: off),
+// acquisitions alternating between them, so both see the same load. Each sample is acquire +
+// the describe, end to end.
 //
-//   build/sbx_pool_prefault_ab [--image DIR] [--pairs N]
+//   build/sbx_pool_prefault_ab [--image DIR] [--pairs N] [--budget MiB]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,10 +29,12 @@ double Ms(Clock::time_point since) {
 int main(int argc, char** argv) {
   std::string image;
   int pairs = 40;
+  size_t budget = sbx::executor::kDefaultPrefaultBudgetBytes;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--image") image = argv[i + 1];
     else if (flag == "--pairs") pairs = std::max(1, std::atoi(argv[i + 1]));
+    else if (flag == "--budget") budget = static_cast<size_t>(std::atof(argv[i + 1]) * (1 << 20));
   }
   std::unique_ptr<sbx::executor::SessionPool> pools[2];
   const char* const names[2] = {"pre-faulted", "not pre-faulted"};
@@ -39,7 +42,7 @@ int main(int argc, char** argv) {
     sbx::executor::PoolOptions options;
     options.image_dir = image;
     options.warm_sessions = 2;
-    if (p == 0) options.prefault_code = sbx::executor::kDefaultPrefaultCode;
+    options.prefault_budget_bytes = p == 0 ? budget : 0;
     auto pool = sbx::executor::SessionPool::Create(options);
     if (!pool) {
       std::fprintf(stderr, "pool: %s\n", pool.error().ToString().c_str());

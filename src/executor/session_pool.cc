@@ -204,6 +204,10 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
   SBX_TRY(ValidatePolicy(options.policy));
   if (options.warm_sessions > 64) return InvalidInput("pool: warm_sessions must be at most 64");
   if (options.session_idle_seconds < 0) return InvalidInput("pool: session_idle_seconds must be >= 0");
+  if (options.prefault_budget_bytes > kMaxPrefaultBudgetBytes) {
+    return InvalidInput("pool: prefault_budget_bytes must be at most " + std::to_string(kMaxPrefaultBudgetBytes) +
+                        " (256 MiB); 0 turns the pre-fault off");
+  }
   auto core = std::make_shared<PoolCore>();
   core->options = options;
   core->image_dir = options.image_dir;
@@ -226,6 +230,7 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
   zygote_options.start_timeout_seconds = options.start_timeout_seconds;
   zygote_options.warmup_code = options.warmup_code;
   zygote_options.prefault_code = options.prefault_code;
+  zygote_options.prefault_budget_bytes = options.prefault_budget_bytes;
   auto zygote = Zygote::Start(zygote_options, core->root);
   if (!zygote) return zygote.error().Context("pool");
   core->zygote = std::move(*zygote);
@@ -237,6 +242,8 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
 SessionPool::~SessionPool() { core_->Shutdown(); }
 
 const std::string& SessionPool::workspaces_root() const { return core_->root.path; }
+
+size_t SessionPool::prefault_pages() const { return core_->zygote->prefault_pages(); }
 
 bool SessionPool::WaitForRetired(double timeout_seconds) const { return core_->reaper.WaitIdle(timeout_seconds); }
 

@@ -47,13 +47,15 @@ namespace sbx::executor {
 // that typical agent code reaches (DataFrame construction and describe, groupby, a figure).
 extern const char* const kDefaultZygoteWarmup;
 // A typical first execution (DataFrame construction, describe, groupby, repr). The zygote runs
-// it once in a throwaway fork and learns which of its own pages it writes; every session copies
-// those pages while it is prepared (rootfs/zygote_prefault.py), so its first execution does not
-// take a copy-on-write fault for each (about 2,000 pages; a fault costs about 10 us on the build
-// VMs). The price: an idle session holds that memory (about 6.5 MiB) from the start instead of
-// from its first execution. Opt-in (PoolOptions::prefault_code): about 10 ms off a fresh
-// session's first execution, measured paired, for 9.8 instead of 3.3 MiB per idle session.
+// an empty cell and then this once in a throwaway fork and learns which of its own pages they
+// write (about 1,600 pages); every session copies those pages while it is prepared
+// (rootfs/zygote_prefault.py), so its first execution does not take a copy-on-write fault for
+// each (a fault costs 5-10 us on the build VMs). The price: an idle session holds that memory
+// from the start instead of from its first execution, so PoolOptions::prefault_budget_bytes
+// caps it (the empty cell's pages first: every first execution writes those).
 extern const char* const kDefaultPrefaultCode;
+inline constexpr size_t kDefaultPrefaultBudgetBytes = size_t{4} << 20;
+inline constexpr size_t kMaxPrefaultBudgetBytes = size_t{256} << 20;
 
 struct PoolOptions {
   Policy policy;             // every session's limits and environment; network must be "none"
@@ -62,7 +64,10 @@ struct PoolOptions {
   double session_idle_seconds = 900;  // a session (warm or in use) ends after this idle time
   CgroupOptions cgroup_options;
   std::string warmup_code = kDefaultZygoteWarmup;
-  std::string prefault_code;  // empty (default): not pre-faulted; see kDefaultPrefaultCode
+  std::string prefault_code = kDefaultPrefaultCode;  // empty: no pre-fault
+  // Pre-copied memory per session, at most. 4 MiB keeps an idle session within issue 4's
+  // 8 MiB (it holds ~3.3 MiB without any pre-fault); 0 turns the pre-fault off.
+  size_t prefault_budget_bytes = kDefaultPrefaultBudgetBytes;
   double start_timeout_seconds = 120;
 };
 
@@ -110,6 +115,8 @@ class SessionPool {
   // are destroyed. True once every session dropped so far is gone with its cgroup and
   // workspace (blocks up to `timeout_seconds`).
   bool WaitForRetired(double timeout_seconds) const;
+  // Pages each session pre-copies (what the zygote learned, within the budget).
+  size_t prefault_pages() const;
   // The directory that holds every session's workspace (removed with the pool).
   const std::string& workspaces_root() const;
 

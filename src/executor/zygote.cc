@@ -68,6 +68,7 @@ Result<std::string> ConfigJson(const ZygoteOptions& options) {
       {"idle_seconds", options.session_idle_seconds},
       {"warmup", options.warmup_code},
       {"prefault", options.prefault_code},
+      {"prefault_budget_pages", options.prefault_budget_bytes / static_cast<size_t>(::sysconf(_SC_PAGESIZE))},
   };
   return config.dump();
 }
@@ -221,6 +222,7 @@ Result<std::unique_ptr<Zygote>> Zygote::Start(const ZygoteOptions& options, cons
     return MakeError(ErrorCode::kSetupFailed,
                      "zygote: not ready to fork (it must be single-threaded): " + reply.substr(0, 200));
   }
+  zygote->prefault_pages_ = ready.value("prefault_pages", size_t{0});
   return zygote;
 }
 

@@ -44,6 +44,7 @@ struct ZygoteOptions {
   double spawn_timeout_seconds = 30;   // one session's setup
   std::string warmup_code;             // run once in the zygote before it forks anything
   std::string prefault_code;           // its pages are learned in a fork (zygote_prefault.py)
+  size_t prefault_budget_bytes = 0;    // pre-copied per session at most; 0: no pre-fault
 };
 
 // A session forked by the zygote: its socket, a pidfd of its pid 1 (readable once the whole
@@ -81,6 +82,8 @@ class Zygote {
   bool alive() const;
   // Kills the zygote's sandbox and with it every session; idempotent.
   void Stop();
+  // Pages each session pre-copies, as the zygote reported when it was ready.
+  size_t prefault_pages() const { return prefault_pages_; }
 
  private:
   Zygote(const ZygoteOptions& options, std::unique_ptr<DriverProcess> driver);
@@ -89,6 +92,7 @@ class Zygote {
   ZygoteOptions options_;
   std::unique_ptr<DriverProcess> driver_;
   std::mutex control_mutex_;  // one request at a time on the control socket
+  size_t prefault_pages_ = 0;
 };
 
 // Where the zygote lives inside the image.
