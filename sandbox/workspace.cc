@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "sandbox/image.h"
@@ -152,6 +153,8 @@ bool ProcessAlive(pid_t pid) {
   return ::access(("/proc/" + std::to_string(pid)).c_str(), F_OK) == 0;
 }
 
+constexpr time_t kStaleWorkspaceSeconds = 60;
+
 void RemoveStaleWorkspaces(const std::string& base) {
   DIR* dir = ::opendir(base.c_str());
   if (dir == nullptr) return;
@@ -167,9 +170,13 @@ void RemoveStaleWorkspaces(const std::string& base) {
   ::closedir(dir);
   for (const auto& name : stale) {
     // A pid is only a hint: a runner in another pid namespace that shares this directory has
-    // pids that mean nothing here. Its workspace is locked for as long as it is in use.
+    // pids that mean nothing here. Its workspace is locked for as long as it is in use, and
+    // it is young between its mkdtemp and its lock: one changed in the last minute is left to
+    // a later sweep.
     UniqueFd lock(::open((base + "/" + name).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!lock || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    struct stat st;
+    if (::fstat(lock.get(), &st) != 0 || ::time(nullptr) - st.st_mtime < kStaleWorkspaceSeconds) continue;
     (void)RemoveTree(base + "/" + name);
   }
 }

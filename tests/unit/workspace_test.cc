@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <string>
 #include <thread>
 
@@ -122,6 +123,15 @@ pid_t ExitedPid() {
   return pid;
 }
 
+// Sets a directory's modification time `seconds` back: what a workspace left that long ago shows.
+void Age(const std::string& path, int seconds) {
+  struct timespec times[2];
+  ASSERT_EQ(::clock_gettime(CLOCK_REALTIME, &times[0]), 0);
+  times[0].tv_sec -= seconds;
+  times[1] = times[0];
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW), 0);
+}
+
 TEST(TemporaryWorkspace, AStaleLookingWorkspaceThatIsLockedIsLeftAlone) {
   auto base = StateDirectory();
   ASSERT_TRUE(base) << base.error().ToString();
@@ -129,6 +139,8 @@ TEST(TemporaryWorkspace, AStaleLookingWorkspaceThatIsLockedIsLeftAlone) {
   const std::string unlocked = *base + "/ws-" + std::to_string(ExitedPid()) + "-Unl0ck";
   ASSERT_EQ(::mkdir(locked.c_str(), 0700), 0);
   ASSERT_EQ(::mkdir(unlocked.c_str(), 0700), 0);
+  Age(locked, 3600);
+  Age(unlocked, 3600);
   const int holder = ::open(locked.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   ASSERT_EQ(::flock(holder, LOCK_EX | LOCK_NB), 0);
   auto created = CreateTemporaryWorkspace(::geteuid(), ::getegid());  // sweeps stale ones first
@@ -142,6 +154,28 @@ TEST(TemporaryWorkspace, AStaleLookingWorkspaceThatIsLockedIsLeftAlone) {
   ::close(holder);
   ASSERT_TRUE(RemoveTree(locked));
   ASSERT_TRUE(RemoveTree(created->path));
+}
+
+// Between another runner's mkdtemp and its flock, its new workspace is unlocked, and if that
+// runner is in another pid namespace its pid looks dead here: a sweep must leave it alone. The
+// control: the same directory, a minute older, is swept.
+TEST(TemporaryWorkspace, AWorkspaceCreatedMomentsAgoIsNotSweptBeforeItsRunnerLocksIt) {
+  auto base = StateDirectory();
+  ASSERT_TRUE(base) << base.error().ToString();
+  const std::string young = *base + "/ws-" + std::to_string(ExitedPid()) + "-Y0ung1";
+  ASSERT_EQ(::mkdir(young.c_str(), 0700), 0);
+  auto first = CreateTemporaryWorkspace(::geteuid(), ::getegid());  // sweeps stale ones first
+  ASSERT_TRUE(first) << first.error().ToString();
+  EXPECT_EQ(::access(young.c_str(), F_OK), 0) << "a workspace not yet locked by its runner was swept";
+  Age(young, 61);
+  auto second = CreateTemporaryWorkspace(::geteuid(), ::getegid());
+  ASSERT_TRUE(second) << second.error().ToString();
+  EXPECT_NE(::access(young.c_str(), F_OK), 0) << "a stale workspace a minute old was kept";
+  if (::access(young.c_str(), F_OK) == 0) {
+    ASSERT_TRUE(RemoveTree(young));
+  }
+  ASSERT_TRUE(RemoveTree(first->path));
+  ASSERT_TRUE(RemoveTree(second->path));
 }
 
 TEST(OpenWorkspace, RejectsHostilePaths) {
