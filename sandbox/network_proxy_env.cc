@@ -2,7 +2,8 @@
 #include "sandbox/network_proxy_env.h"
 
 #include <algorithm>
-#include <cctype>
+
+#include "sandbox/ascii.h"
 
 namespace sbx {
 namespace {
@@ -10,13 +11,6 @@ namespace {
 // Lower-case names; a variable matches in any case (curl reads both, Python prefers lower).
 constexpr const char* kProxyVariables[] = {"http_proxy", "https_proxy", "no_proxy", "all_proxy",
                                            "ftp_proxy"};
-
-std::string Lower(std::string_view view) {
-  std::string text(view);
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
 
 }  // namespace
 
@@ -41,7 +35,7 @@ Result<void> CheckProxyEnvConflicts(bool proxy_env, const std::map<std::string, 
 }
 
 bool IsProxyVariable(std::string_view name) {
-  const std::string lower = Lower(name);
+  const std::string lower = AsciiLower(name);
   return std::find(std::begin(kProxyVariables), std::end(kProxyVariables), lower) !=
          std::end(kProxyVariables);
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "sandbox/ascii.h"
 #include "sandbox/network_rules_internal.h"
 
 namespace sbx {
@@ -31,14 +32,6 @@ std::string Quote(std::string_view text) {
 
 bool IsNameByte(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-}
-
-std::string Lower(std::string_view text) {
-  std::string lower(text);
-  for (char& c : lower) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return lower;
 }
 
 // Why `name` (lower case, no trailing dot) is not a valid host name; "" when it is.
@@ -162,7 +155,7 @@ std::string ParseAddress(std::string_view host, bool bracketed, NetworkRule& rul
 
 // An exact name or "*.suffix".
 std::string ParseName(std::string_view host, NetworkRule& rule) {
-  std::string name = Lower(host);
+  std::string name = AsciiLower(host);
   if (!name.empty() && name.back() == '.') name.pop_back();
   rule.kind = HostPatternKind::kExactName;
   if (name.find('*') != std::string::npos) {
@@ -257,7 +250,7 @@ Result<NetworkRule> ParseNetworkRule(std::string_view entry, const std::string& 
 }
 
 std::optional<std::string> NormalizeHostName(std::string_view name) {
-  std::string lower = Lower(name);
+  std::string lower = AsciiLower(name);
   if (!lower.empty() && lower.back() == '.') lower.pop_back();
   if (!NameProblem(lower).empty()) return std::nullopt;
   return lower;

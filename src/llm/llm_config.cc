@@ -1,10 +1,10 @@
 // Loading and checking LlmConfig from the environment and flags.
 #include "src/llm/llm_config.h"
 
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 
+#include "sandbox/ascii.h"
 #include "src/llm/url.h"
 
 namespace sbx::llm {
@@ -33,18 +33,10 @@ bool HasSpaceOrControl(const std::string& text) {
   return false;
 }
 
-bool StartsWithNoCase(const std::string& text, const std::string& prefix) {
-  if (text.size() < prefix.size()) return false;
-  for (size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
-  }
-  return true;
-}
-
 Result<void> CheckBaseUrl(const std::string& url, const std::string& source) {
   const std::string example = "; set it to the API root, like " + std::string(kDefaultBaseUrl) +
                               " or http://127.0.0.1:8000/v1";
-  if (!StartsWithNoCase(url, "http://") && !StartsWithNoCase(url, "https://"))
+  if (!StartsWithIgnoreAsciiCase(url, "http://") && !StartsWithIgnoreAsciiCase(url, "https://"))
     return InvalidInput(source + " \"" + url + "\" is not an http:// or https:// URL" + example);
   if (HasSpaceOrControl(url))
     return InvalidInput(source + " contains a space or a control character" + example);

@@ -1,6 +1,8 @@
 // Parses one DNS query and builds sbx-netd's answers to it.
 #include "src/netd/dns_message.h"
 
+#include "sandbox/ascii.h"
+
 namespace sbx::netd {
 namespace {
 
@@ -21,7 +23,6 @@ bool IsNameByte(uint8_t c) {
          c == '_';
 }
 
-uint8_t Lower(uint8_t c) { return (c >= 'A' && c <= 'Z') ? static_cast<uint8_t>(c + 32) : c; }
 
 // Walks the question's name from `at`. Returns the offset just past it, or 0 when the name runs
 // off the packet or uses a reserved label type (its end is then unknown).
@@ -48,7 +49,7 @@ size_t WalkName(std::span<const uint8_t> packet, size_t at, DnsQuery& query) {
       const uint8_t c = packet[at + i];
       if (!IsNameByte(c)) valid = false;
       // The raw name is kept for the log only, bounded so a query cannot grow it.
-      if (name.size() <= kMaxName + 1) name.push_back(static_cast<char>(Lower(c)));
+      if (name.size() <= kMaxName + 1) name.push_back(AsciiLower(static_cast<char>(c)));
     }
     if (name.size() > kMaxName) valid = false;
     at += length;

@@ -1,6 +1,8 @@
 // Reads an HTTP/1.x request head line by line and extracts its one Host.
 #include "src/netd/http_head.h"
 
+#include "sandbox/ascii.h"
+
 namespace sbx::netd {
 namespace {
 
@@ -47,16 +49,6 @@ bool IsHostChar(char c) {
          c == '.' || c == '_' || c == '~';
 }
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + 32);
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y + 32);
-    if (x != y) return false;
-  }
-  return true;
-}
 
 // The Host's or target's host, without port and brackets, or nullopt.
 std::optional<std::string> ParseAuthority(std::string_view authority) {
@@ -93,7 +85,7 @@ std::optional<std::string> TargetHost(const RequestLine& request) {
   const size_t scheme_end = target.find("://");
   if (scheme_end == std::string_view::npos) return std::nullopt;
   const std::string_view scheme = target.substr(0, scheme_end);
-  if (!EqualsIgnoreCase(scheme, "http") && !EqualsIgnoreCase(scheme, "https")) return std::nullopt;
+  if (!EqualsIgnoreAsciiCase(scheme, "http") && !EqualsIgnoreAsciiCase(scheme, "https")) return std::nullopt;
   std::string_view authority = target.substr(scheme_end + 3);
   authority = authority.substr(0, authority.find_first_of("/?#"));
   auto host = ParseAuthority(authority);
@@ -113,7 +105,7 @@ bool ParseField(std::string_view line, bool& is_host, std::string_view& value) {
   }
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-  is_host = EqualsIgnoreCase(line.substr(0, colon), "host");
+  is_host = EqualsIgnoreAsciiCase(line.substr(0, colon), "host");
   return true;
 }
 
@@ -150,7 +142,7 @@ HttpHeadResult ReadHttpHost(std::string_view bytes) {
       if (!host) return Invalid();  // HTTP/1.0 without Host: nothing to check it against
       auto target_host = TargetHost(*request);
       if (!target_host) return Invalid();
-      if (!target_host->empty() && !EqualsIgnoreCase(*target_host, *host)) return Invalid();
+      if (!target_host->empty() && !EqualsIgnoreAsciiCase(*target_host, *host)) return Invalid();
       return {HttpHeadStatus::kHost, std::move(*host)};
     }
     if (++fields > kMaxFields) return Invalid();

@@ -2,7 +2,8 @@
 #include "src/netd/http_inject.h"
 
 #include <algorithm>
-#include <cctype>
+
+#include "sandbox/ascii.h"
 
 namespace sbx::netd {
 namespace {
@@ -12,7 +13,7 @@ namespace http = boost::beast::http;
 // "http://authority/..." or "https://authority/...": the scheme's length, else 0.
 size_t AbsoluteFormScheme(std::string_view target) {
   for (std::string_view scheme : {"http://", "https://"}) {
-    if (StartsWithNoCase(target, scheme)) return scheme.size();
+    if (StartsWithIgnoreAsciiCase(target, scheme)) return scheme.size();
   }
   return 0;
 }
@@ -107,14 +108,6 @@ RequestVerdict DecideAndInject(const std::vector<InjectRule>& rules,
     verdict.injected.push_back(rules[i].name);
   }
   return verdict;
-}
-
-bool StartsWithNoCase(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() &&
-         std::equal(prefix.begin(), prefix.end(), text.begin(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) ==
-                  std::tolower(static_cast<unsigned char>(b));
-         });
 }
 
 std::string PathWithoutQuery(std::string_view target) {

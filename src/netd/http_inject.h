@@ -47,12 +47,6 @@ std::optional<size_t> FindPlaceholder(const std::vector<InjectRule>& rules,
 
 inline std::string_view ToStd(boost::beast::string_view text) { return {text.data(), text.size()}; }
 
-// ASCII case-insensitive prefix test ("HTTP://x" starts with "http://").
-bool StartsWithNoCase(std::string_view text, std::string_view prefix);
-inline bool EqualsNoCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && StartsWithNoCase(a, b);
-}
-
 // An origin-form or absolute-form target's path without the query string or fragment (what the
 // audit log may show): "/v1/x?key=1" -> "/v1/x", "https://h/a?b" -> "/a", "*" -> "*".
 std::string PathWithoutQuery(std::string_view target);

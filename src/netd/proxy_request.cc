@@ -4,6 +4,7 @@
 
 #include <boost/beast/http/verb.hpp>
 
+#include "sandbox/ascii.h"
 #include "src/netd/endpoint.h"
 #include "src/netd/http_inject.h"
 
@@ -80,8 +81,8 @@ std::optional<uint64_t> ParseContentLength(std::string_view text) {
 
 // Fields a proxy consumes or that concern only the client's connection to it.
 bool IsHopByHop(std::string_view name) {
-  return StartsWithNoCase(name, "proxy-") || EqualsNoCase(name, "connection") ||
-         EqualsNoCase(name, "keep-alive");
+  return StartsWithIgnoreAsciiCase(name, "proxy-") || EqualsIgnoreAsciiCase(name, "connection") ||
+         EqualsIgnoreAsciiCase(name, "keep-alive");
 }
 
 // `GET http://host[:port]/path?query` -> the request for the origin server.
@@ -132,8 +133,8 @@ ProxyRequest InterpretProxyRequest(const http::request_header<>& head) {
     return Refused(400, "sbx proxy: HTTP/1.0 or 1.1 only");
   if (head.method() != http::verb::connect) {
     const std::string_view target = ToStd(head.target());
-    if (StartsWithNoCase(target, "http://")) return InterpretForward(head);
-    if (StartsWithNoCase(target, "https://"))
+    if (StartsWithIgnoreAsciiCase(target, "http://")) return InterpretForward(head);
+    if (StartsWithIgnoreAsciiCase(target, "https://"))
       return Refused(400, "sbx proxy: https:// goes through CONNECT");
     return Refused(405, "sbx proxy: CONNECT or an absolute http:// URL only");
   }
@@ -147,7 +148,7 @@ ProxyRequest InterpretProxyRequest(const http::request_header<>& head) {
   }
   const size_t hosts = head.count(http::field::host);
   if (hosts > 1) return Refused(400, "sbx proxy: more than one Host field");
-  if (hosts == 1 && !EqualsNoCase(ToStd(head[http::field::host]), ToStd(head.target()))) {
+  if (hosts == 1 && !EqualsIgnoreAsciiCase(ToStd(head[http::field::host]), ToStd(head.target()))) {
     return Refused(400, "sbx proxy: Host differs from the CONNECT target");
   }
   return request;
