@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sandbox/fd_passing.h"
 #include "sandbox/network_helper_protocol.h"
 #include "sandbox/network_redirect.h"
 
@@ -137,27 +138,13 @@ int BindDns(int family) {
   return KeepOrClose(fd, ok);
 }
 
+static_assert(kNetdMaxFdsPerMessage <= kMaxFdsPerMessage);
+
 // Sends fds[0..count) described by entries[0..count) in batches the kernel accepts.
 int SendBatches(int sock, const int* fds, const WireEntry* entries, size_t count) {
   for (size_t start = 0; start < count; start += kNetdMaxFdsPerMessage) {
     size_t n = count - start < kNetdMaxFdsPerMessage ? count - start : kNetdMaxFdsPerMessage;
-    iovec iov{const_cast<WireEntry*>(entries + start), n * sizeof(WireEntry)};
-    alignas(cmsghdr) char control[CMSG_SPACE(kNetdMaxFdsPerMessage * sizeof(int))];
-    msghdr message{};
-    message.msg_iov = &iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = CMSG_SPACE(n * sizeof(int));
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(n * sizeof(int));
-    std::memcpy(CMSG_DATA(header), fds + start, n * sizeof(int));
-    ssize_t sent;
-    do {
-      sent = ::sendmsg(sock, &message, MSG_NOSIGNAL);
-    } while (sent < 0 && errno == EINTR);
-    if (sent < 0) return errno;
+    if (SendWithFds(sock, entries + start, n * sizeof(WireEntry), fds + start, n) < 0) return errno;
   }
   return 0;
 }

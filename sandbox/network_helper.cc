@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sandbox/fd_passing.h"
 #include "sandbox/fs_beneath.h"
 #include "sandbox/network_helper_protocol.h"
 #include "sandbox/sibling_executable.h"
@@ -36,26 +37,8 @@ Error HelperError(const std::string& what) {
 }
 
 Result<void> SendDatagram(int fd, const std::string& text, const std::vector<int>& fds = {}) {
-  iovec iov{const_cast<char*>(text.data()), text.size()};
-  msghdr message{};
-  message.msg_iov = &iov;
-  message.msg_iovlen = 1;
-  std::vector<char> control;
-  if (!fds.empty()) {
-    control.resize(CMSG_SPACE(sizeof(int) * fds.size()));
-    message.msg_control = control.data();
-    message.msg_controllen = control.size();
-    cmsghdr* cmsg = CMSG_FIRSTHDR(&message);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
-  }
-  ssize_t sent;
-  do {
-    sent = sendmsg(fd, &message, MSG_NOSIGNAL);
-  } while (sent < 0 && errno == EINTR);
-  if (sent < 0) return SysError(ErrorCode::kIo, "sbx-netd: sendmsg(control)");
+  if (SendWithFds(fd, text.data(), text.size(), fds.data(), fds.size()) < 0)
+    return SysError(ErrorCode::kIo, "sbx-netd: sendmsg(control)");
   return Ok{};
 }
 

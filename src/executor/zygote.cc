@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/capabilities.h"
+#include "sandbox/fd_passing.h"
 #include "sandbox/mounts.h"
 #include "sandbox/rlimits.h"
 #include "sandbox/seccomp_filter.h"
@@ -234,28 +235,11 @@ void Zygote::Stop() {
 
 Result<void> Zygote::SendSpawn(const std::string& request, int session_fd, int workspace_fd) {
   std::string frame = EncodeFrame(request);
-  int fds[2] = {session_fd, workspace_fd};
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-  struct iovec iov = {frame.data(), frame.size()};
-  struct msghdr message {};
-  message.msg_iov = &iov;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&message);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof fds);
-  std::memcpy(CMSG_DATA(cmsg), fds, sizeof fds);
+  const int fds[2] = {session_fd, workspace_fd};
   std::lock_guard<std::mutex> lock(control_mutex_);
   const int fd = driver_->channel_fd();
   ssize_t sent;
-  for (;;) {
-    sent = ::sendmsg(fd, &message, MSG_NOSIGNAL);
-    if (sent >= 0 || errno == EINTR) {
-      if (sent >= 0) break;
-      continue;
-    }
+  while ((sent = SendWithFds(fd, frame.data(), frame.size(), fds, 2)) < 0) {
     if (errno != EAGAIN) return SysError(ErrorCode::kIo, "sendmsg (spawn request to the zygote)");
     struct pollfd pfd = {fd, POLLOUT, 0};
     if (::poll(&pfd, 1, PollMs(options_.spawn_timeout_seconds)) != 1)

@@ -30,6 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sandbox/fd_passing.h"
 #include "sandbox/network_helper_protocol.h"
 #include "sandbox/policy.h"
 #include "src/netd/tls_ca.h"
@@ -365,19 +366,8 @@ class NetdMitmTest : public ::testing::Test {
 
   // One datagram with `fds` attached (SCM_RIGHTS).
   void SendWithFds(const std::string& text, const std::vector<int>& fds) {
-    std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
-    iovec iov{const_cast<char*>(text.data()), text.size()};
-    msghdr message{};
-    message.msg_iov = &iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control.data();
-    message.msg_controllen = control.size();
-    cmsghdr* cmsg = CMSG_FIRSTHDR(&message);
-    cmsg->cmsg_level = SOL_SOCKET;
-    cmsg->cmsg_type = SCM_RIGHTS;
-    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
-    ASSERT_EQ(sendmsg(control_.get(), &message, 0), static_cast<ssize_t>(text.size()));
+    ASSERT_EQ(sbx::SendWithFds(control_.get(), text.data(), text.size(), fds.data(), fds.size()),
+              static_cast<ssize_t>(text.size()));
   }
 
   void Send(const std::string& text) {
