@@ -182,8 +182,7 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
     // Listeners per port are the fallback only when the kernel refused the batch, which is
     // one transaction: nothing of it is installed then. Unknown state is no run.
     const NetfilterOutcome installed =
-        InstallNetfilterBatch(have_v6 ? plan.redirect_both : plan.redirect_v4_only,
-                              RedirectBatchAcks(have_v6));
+        InstallNetfilterBatch(have_v6 ? plan.redirect_both : plan.redirect_v4_only);
     const bool fall_back = installed.rejected && plan.redirect == RedirectMode::kPreferred;
     if (installed.err != 0 && !fall_back) {
       return Fail(ChildStep::kNetworkRedirect, installed.err, failed_step);

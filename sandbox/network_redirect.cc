@@ -20,8 +20,11 @@ namespace {
 
 constexpr char kTable[] = "sbx_capture";
 constexpr char kChain[] = "redirect";
+constexpr char kUntrackedChain[] = "untracked";
 // The NAT priority of the output hook ("dstnat"), as `nft` names it.
 constexpr int32_t kNatOutputPriority = -100;
+// "raw": before conntrack (-200) sees the packet, so notrack can still spare it an entry.
+constexpr int32_t kRawPriority = -300;
 
 // Appends netlink messages and (nested) attributes to one buffer, patching lengths as each
 // ends. Runner side only: it allocates.
@@ -33,6 +36,7 @@ class NetlinkBatch {
     header.nlmsg_type = type;
     header.nlmsg_flags = static_cast<uint16_t>(NLM_F_REQUEST | flags);
     header.nlmsg_seq = ++sequence_;
+    if (flags & NLM_F_ACK) ++acks_;
     Append(&header, sizeof(header));
     nfgenmsg body{};
     body.nfgen_family = family;
@@ -71,7 +75,7 @@ class NetlinkBatch {
     std::memcpy(bytes_.data() + start, &length, sizeof(length));
   }
 
-  std::vector<uint8_t> Take() { return std::move(bytes_); }
+  NetfilterBatch Take() { return {std::move(bytes_), acks_}; }
 
  private:
   void Append(const void* data, size_t size) {
@@ -87,6 +91,7 @@ class NetlinkBatch {
   std::vector<uint8_t> bytes_;
   size_t message_start_ = 0;
   uint32_t sequence_ = 0;
+  int acks_ = 0;
 };
 
 // One expression of a rule: {name, data{...}} inside NFTA_RULE_EXPRESSIONS.
@@ -123,45 +128,49 @@ void CompareNetworkHeader(NetlinkBatch& batch, uint32_t offset, const void* valu
   });
 }
 
-// The table, nat chain (output hook) and rule of one family, appended to `batch`.
-void AppendRedirect(NetlinkBatch& batch, int family, uint16_t to_port) {
-  const uint8_t nf_family = family == AF_INET6 ? NFPROTO_IPV6 : NFPROTO_IPV4;
-  constexpr uint16_t kAck = NLM_F_ACK;
-  auto tables_message = [](uint16_t message) {
-    return static_cast<uint16_t>(NFNL_SUBSYS_NFTABLES << 8 | message);
-  };
-  batch.BeginMessage(tables_message(NFT_MSG_NEWTABLE), NLM_F_CREATE | kAck, nf_family);
-  batch.String(NFTA_TABLE_NAME, kTable);
-  batch.EndMessage();
+uint16_t TablesMessage(uint16_t message) {
+  return static_cast<uint16_t>(NFNL_SUBSYS_NFTABLES << 8 | message);
+}
 
-  batch.BeginMessage(tables_message(NFT_MSG_NEWCHAIN), NLM_F_CREATE | kAck, nf_family);
+// A base chain of kTable on the output hook, accepting by default.
+void NewOutputChain(NetlinkBatch& batch, uint8_t nf_family, const char* name, const char* type,
+                    int32_t priority) {
+  batch.BeginMessage(TablesMessage(NFT_MSG_NEWCHAIN), NLM_F_CREATE | NLM_F_ACK, nf_family);
   batch.String(NFTA_CHAIN_TABLE, kTable);
-  batch.String(NFTA_CHAIN_NAME, kChain);
+  batch.String(NFTA_CHAIN_NAME, name);
   const size_t hook = batch.BeginNested(NFTA_CHAIN_HOOK);
   batch.U32(NFTA_HOOK_HOOKNUM, NF_INET_LOCAL_OUT);
-  batch.U32(NFTA_HOOK_PRIORITY, static_cast<uint32_t>(kNatOutputPriority));
+  batch.U32(NFTA_HOOK_PRIORITY, static_cast<uint32_t>(priority));
   batch.EndNested(hook);
   batch.U32(NFTA_CHAIN_POLICY, NF_ACCEPT);
-  batch.String(NFTA_CHAIN_TYPE, "nat");
+  batch.String(NFTA_CHAIN_TYPE, type);
   batch.EndMessage();
+}
 
-  batch.BeginMessage(tables_message(NFT_MSG_NEWRULE), NLM_F_CREATE | NLM_F_APPEND | kAck,
+// Opens a rule appended to `chain`; the caller adds NFTA_RULE_EXPRESSIONS and ends it.
+void BeginRule(NetlinkBatch& batch, uint8_t nf_family, const char* chain) {
+  batch.BeginMessage(TablesMessage(NFT_MSG_NEWRULE), NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK,
                      nf_family);
   batch.String(NFTA_RULE_TABLE, kTable);
-  batch.String(NFTA_RULE_CHAIN, kChain);
-  const size_t expressions = batch.BeginNested(NFTA_RULE_EXPRESSIONS);
-  // meta l4proto tcp
+  batch.String(NFTA_RULE_CHAIN, chain);
+}
+
+// meta l4proto `op` protocol
+void CompareL4Protocol(NetlinkBatch& batch, uint8_t protocol, uint32_t op) {
   Expression(batch, "meta", [&] {
     batch.U32(NFTA_META_DREG, NFT_REG_1);
     batch.U32(NFTA_META_KEY, NFT_META_L4PROTO);
   });
-  const uint8_t tcp = IPPROTO_TCP;
   Expression(batch, "cmp", [&] {
     batch.U32(NFTA_CMP_SREG, NFT_REG_1);
-    batch.U32(NFTA_CMP_OP, NFT_CMP_EQ);
-    DataValue(batch, NFTA_CMP_DATA, &tcp, sizeof(tcp));
+    batch.U32(NFTA_CMP_OP, op);
+    DataValue(batch, NFTA_CMP_DATA, &protocol, sizeof(protocol));
   });
-  // daddr not loopback: IPv4's first byte is not 127 (offset 16), IPv6's is not ::1 (offset 24).
+}
+
+// daddr not loopback: IPv4's first byte is not 127 (offset 16), IPv6's address is not ::1
+// (offset 24).
+void ExcludeLoopbackDestination(NetlinkBatch& batch, int family) {
   if (family == AF_INET6) {
     const in6_addr loopback = IN6ADDR_LOOPBACK_INIT;
     CompareNetworkHeader(batch, 24, &loopback, sizeof(loopback), NFT_CMP_NEQ);
@@ -169,6 +178,35 @@ void AppendRedirect(NetlinkBatch& batch, int family, uint16_t to_port) {
     const uint8_t loopback_net = 127;
     CompareNetworkHeader(batch, 16, &loopback_net, sizeof(loopback_net), NFT_CMP_NEQ);
   }
+}
+
+// A raw-priority chain of kTable whose rule exempts all but TCP from conntrack:
+// `meta l4proto != tcp notrack`. (Loopback TCP stays tracked: a redirected connection's
+// replies go to ::1 on IPv6, and untracked they would miss the redirect's reverse NAT.)
+void AppendUntracked(NetlinkBatch& batch, int family) {
+  const uint8_t nf_family = family == AF_INET6 ? NFPROTO_IPV6 : NFPROTO_IPV4;
+  NewOutputChain(batch, nf_family, kUntrackedChain, "filter", kRawPriority);
+  BeginRule(batch, nf_family, kUntrackedChain);
+  const size_t expressions = batch.BeginNested(NFTA_RULE_EXPRESSIONS);
+  CompareL4Protocol(batch, IPPROTO_TCP, NFT_CMP_NEQ);
+  Expression(batch, "notrack", [] {});
+  batch.EndNested(expressions);
+  batch.EndMessage();
+}
+
+// The table, nat chain (output hook) and rule of one family, appended to `batch`.
+void AppendRedirect(NetlinkBatch& batch, int family, uint16_t to_port) {
+  const uint8_t nf_family = family == AF_INET6 ? NFPROTO_IPV6 : NFPROTO_IPV4;
+  batch.BeginMessage(TablesMessage(NFT_MSG_NEWTABLE), NLM_F_CREATE | NLM_F_ACK, nf_family);
+  batch.String(NFTA_TABLE_NAME, kTable);
+  batch.EndMessage();
+
+  NewOutputChain(batch, nf_family, kChain, "nat", kNatOutputPriority);
+
+  BeginRule(batch, nf_family, kChain);
+  const size_t expressions = batch.BeginNested(NFTA_RULE_EXPRESSIONS);
+  CompareL4Protocol(batch, IPPROTO_TCP, NFT_CMP_EQ);
+  ExcludeLoopbackDestination(batch, family);
   // redirect to :to_port (the port from register 1; the address becomes loopback)
   const uint16_t port = htons(to_port);
   Expression(batch, "immediate", [&] {
@@ -182,26 +220,30 @@ void AppendRedirect(NetlinkBatch& batch, int family, uint16_t to_port) {
 
 }  // namespace
 
-std::vector<uint8_t> BuildRedirectBatch(bool with_ipv6, uint16_t to_port) {
+NetfilterBatch BuildRedirectBatch(bool with_ipv6, uint16_t to_port, Untracked untracked) {
   NetlinkBatch batch;
   batch.BeginMessage(NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
   batch.EndMessage();
-  AppendRedirect(batch, AF_INET, to_port);
-  if (with_ipv6) AppendRedirect(batch, AF_INET6, to_port);
+  for (int family : {AF_INET, AF_INET6}) {
+    if (family == AF_INET6 && !with_ipv6) break;
+    AppendRedirect(batch, family, to_port);
+    if (untracked == Untracked::kAllButTcp) AppendUntracked(batch, family);
+  }
   batch.BeginMessage(NFNL_MSG_BATCH_END, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
   batch.EndMessage();
   return batch.Take();
 }
 
-NetfilterOutcome InstallNetfilterBatch(const std::vector<uint8_t>& batch, int acks) {
+NetfilterOutcome InstallNetfilterBatch(const NetfilterBatch& batch) {
   int sock = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
   if (sock < 0) return {errno, true};  // no nfnetlink: nothing can have been installed
   NetfilterOutcome outcome;
-  if (::send(sock, batch.data(), batch.size(), 0) != static_cast<ssize_t>(batch.size())) {
+  if (::send(sock, batch.bytes.data(), batch.bytes.size(), 0) != static_cast<ssize_t>(batch.bytes.size())) {
     outcome.err = errno;
   }
   // The kernel handles the batch inside send(): every answer is queued when it returns, so
   // an answer missing now is missing for good (MSG_DONTWAIT, never a hang).
+  int acks = batch.acks;
   while (outcome.err == 0 && acks > 0) {
     alignas(nlmsghdr) char reply[4096];
     const ssize_t got = ::recv(sock, reply, sizeof(reply), MSG_DONTWAIT);

@@ -23,11 +23,29 @@ namespace sbx {
 // it first; 1 (tcpmux) is unused in practice.
 inline constexpr uint16_t kRedirectCapturePort = 1;
 
+// Netlink messages for one transaction and how many acknowledgements they ask for.
+struct NetfilterBatch {
+  std::vector<uint8_t> bytes;
+  int acks = 0;
+};
+
+// What the redirect's batch also exempts from connection tracking. The NAT makes the kernel
+// track every flow of the namespace, and conntrack entries are kernel memory no cgroup is
+// charged for, up to nf_conntrack_max (262,144 here; read-only outside the host's namespace)
+// per namespace, each held for up to its protocol's timeout: code sending UDP to 20,000
+// addresses made 20,000 entries in 0.3 s. Only TCP needs tracking (netd reads a redirected
+// connection's original destination from it; its replies are translated back by it).
+enum class Untracked {
+  kAllButTcp,  // notrack for every protocol but TCP (what runs use)
+  kNothing,    // the redirect alone, every flow tracked (the tests' control)
+};
+
 // One netlink batch (one transaction: all of it or nothing) that redirects TCP to any
 // non-loopback IPv4 address, and with `with_ipv6` IPv6 too, to `to_port`: per family a table,
-// a nat chain on the output hook and a rule, each asking for an acknowledgement.
-std::vector<uint8_t> BuildRedirectBatch(bool with_ipv6, uint16_t to_port);
-inline constexpr int RedirectBatchAcks(bool with_ipv6) { return with_ipv6 ? 6 : 3; }
+// a nat chain on the output hook and its rule, and (kAllButTcp) a raw-priority chain whose
+// rule exempts all but TCP from conntrack.
+NetfilterBatch BuildRedirectBatch(bool with_ipv6, uint16_t to_port,
+                                  Untracked untracked = Untracked::kAllButTcp);
 
 struct NetfilterOutcome {
   int err = 0;  // 0: all acknowledged; else an errno (EPROTO for a short or malformed answer)
@@ -35,8 +53,8 @@ struct NetfilterOutcome {
   // error without it (the answers could not be read) leaves the state unknown.
   bool rejected = false;
 };
-// Child: sends `batch` on a NETLINK_NETFILTER socket and checks that all `acks` came back
+// Child: sends `batch` on a NETLINK_NETFILTER socket and checks that all its acks came back
 // without error. Async-signal-safe.
-NetfilterOutcome InstallNetfilterBatch(const std::vector<uint8_t>& batch, int acks);
+NetfilterOutcome InstallNetfilterBatch(const NetfilterBatch& batch);
 
 }  // namespace sbx

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -43,7 +44,36 @@ struct ChildReport {
   int v6_connect = -1;        // the same for kV6Destination; -1: no IPv6 in this kernel
   int loopback_connect = -1;  // 0 or errno: to the child's own listener on 127.0.0.1
   int loopback_accepted = 0;  // 1: that connection reached the child's listener, not ours
+  long udp_tracked = -1;      // conntrack entries kUdpFlood datagrams added; -1: no count
 };
+
+// UDP datagrams the child sends, each to its own address: each would be a conntrack entry.
+constexpr int kUdpFlood = 300;
+
+// This network namespace's conntrack entries (the file shows the reader's namespace); -1 when
+// conntrack is not loaded.
+long ConntrackCount() {
+  char text[32] = {};
+  UniqueFd file(::open("/proc/sys/net/netfilter/nf_conntrack_count", O_RDONLY | O_CLOEXEC));
+  if (!file || ::read(file.get(), text, sizeof(text) - 1) <= 0) return -1;
+  return std::strtol(text, nullptr, 10);
+}
+
+// Sends kUdpFlood datagrams to 10.77.x.y:9 (routed to loopback, where nothing listens) and
+// returns how many conntrack entries they added.
+long TrackedUdpFlows() {
+  const long before = ConntrackCount();
+  UniqueFd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (before < 0 || !sock) return -1;
+  for (int i = 0; i < kUdpFlood; ++i) {
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(9);
+    to.sin_addr.s_addr = htonl(0x0A4D0000u | static_cast<uint32_t>(i + 1));
+    (void)::sendto(sock.get(), "x", 1, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+  }
+  return ConntrackCount() - before;
+}
 
 int ConnectTo(int family, const char* address, uint16_t port) {
   int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -107,6 +137,7 @@ void ProbeOwnLoopbackServer(ChildReport& report) {
       report.v6_connect = ConnectTo(AF_INET6, kV6Destination, kUnservedPort);
     }
     ProbeOwnLoopbackServer(report);
+    report.udp_tracked = TrackedUdpFlows();
   }
   (void)!::write(report_fd, &report, sizeof(report));
   char byte;
@@ -128,7 +159,7 @@ struct CaptureRun {
 
 // A batch of one NEWTABLE without a name, acknowledged with an error: nf_tables refuses it
 // (and so installs nothing), as a kernel without NAT refuses the redirect's chain.
-std::vector<uint8_t> BrokenBatch() {
+NetfilterBatch BrokenBatch() {
   std::vector<uint8_t> batch;
   auto message = [&](uint16_t type, uint16_t flags, uint8_t family) {
     nlmsghdr header{};
@@ -146,24 +177,33 @@ std::vector<uint8_t> BrokenBatch() {
   message(NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC);
   message(NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_ACK, NFPROTO_IPV4);
   message(NFNL_MSG_BATCH_END, 0, AF_UNSPEC);
-  return batch;
+  return {batch, 1};
 }
 
+// Which batch the child sends for the redirect.
+enum class Batch {
+  kReal,          // what runs send
+  kTrackingAll,   // the redirect without its notrack chain (Untracked::kNothing)
+  kRefused,       // one the kernel refuses, as a kernel without nf_tables NAT does
+};
+
 // Starts the child with capture per `redirect` and per-port listeners on `tcp_ports` (the
-// fallback), and reads its report. `break_redirect` makes the kernel refuse the redirect's
-// batch, as a kernel without nf_tables NAT does.
+// fallback), and reads its report.
 void StartChild(RedirectMode redirect, CaptureRun& run,
-                const std::vector<uint16_t>& tcp_ports = {}, bool break_redirect = false) {
+                const std::vector<uint16_t>& tcp_ports = {}, Batch batch = Batch::kReal) {
   int capture[2], report[2], done[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, capture), 0);
   ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
   ASSERT_EQ(::pipe2(done, O_CLOEXEC), 0);
   UniqueFd receive(capture[0]), report_read(report[0]);
   CapturePlan plan = PrepareCapturePlan(tcp_ports, redirect, 0, capture[1]);
-  if (break_redirect) {
+  if (batch == Batch::kRefused) {
     // A batch the kernel refuses (a table with no name): what a kernel without NAT answers.
     plan.redirect_both = BrokenBatch();
     plan.redirect_v4_only = BrokenBatch();
+  } else if (batch == Batch::kTrackingAll) {
+    plan.redirect_both = BuildRedirectBatch(true, kRedirectCapturePort, Untracked::kNothing);
+    plan.redirect_v4_only = BuildRedirectBatch(false, kRedirectCapturePort, Untracked::kNothing);
   }
   run.pid = ::fork();
   ASSERT_GE(run.pid, 0);
@@ -239,9 +279,32 @@ TEST(AllPortRedirect, ConnectionsToAnyPortReachTheListenerWithTheirOriginalDesti
   EXPECT_EQ(::poll(&nothing_else, 1, 100), 0) << "the loopback connection reached the listener";
 }
 
+// The NAT makes the kernel track every flow of the namespace, in kernel memory no cgroup is
+// charged for: the redirect's batch exempts all but TCP. Control: the redirect alone tracks
+// every datagram, one entry each.
+TEST(AllPortRedirect, OnlyTcpIsTrackedSoDatagramsCostTheKernelNoEntries) {
+  CaptureRun tracking_all;
+  StartChild(RedirectMode::kRequired, tracking_all, {}, Batch::kTrackingAll);
+  if (tracking_all.report.setup_step == static_cast<int>(ChildStep::kNetworkRedirect) &&
+      (tracking_all.report.setup_err == EOPNOTSUPP || tracking_all.report.setup_err == EPROTONOSUPPORT)) {
+    GTEST_SKIP() << "the kernel lacks nf_tables NAT in network namespaces: "
+                 << std::strerror(tracking_all.report.setup_err);
+  }
+  ASSERT_EQ(tracking_all.report.setup_step, -1) << std::strerror(tracking_all.report.setup_err);
+  ASSERT_NE(tracking_all.report.udp_tracked, -1) << "no conntrack count in the namespace";
+  EXPECT_GE(tracking_all.report.udp_tracked, kUdpFlood);
+
+  CaptureRun run;
+  StartChild(RedirectMode::kRequired, run);
+  ASSERT_EQ(run.report.setup_step, -1) << std::strerror(run.report.setup_err);
+  EXPECT_EQ(run.report.udp_tracked, 0);
+  // TCP still is: the redirect works (its reverse NAT needs the entries).
+  EXPECT_EQ(run.report.v4_connect, 0) << std::strerror(run.report.v4_connect);
+}
+
 TEST(AllPortRedirect, WithoutTheKernelsNatPreferredFallsBackToListenersPerPortAndRequiredFails) {
   CaptureRun fallback;
-  StartChild(RedirectMode::kPreferred, fallback, {kUnservedPort}, /*break_redirect=*/true);
+  StartChild(RedirectMode::kPreferred, fallback, {kUnservedPort}, Batch::kRefused);
   ASSERT_EQ(fallback.report.setup_step, -1) << std::strerror(fallback.report.setup_err);
   int listener = -1;
   for (const auto& socket : fallback.sockets) {
@@ -256,7 +319,7 @@ TEST(AllPortRedirect, WithoutTheKernelsNatPreferredFallsBackToListenersPerPortAn
                 std::to_string(kUnservedPort) + ")");
 
   CaptureRun required;
-  StartChild(RedirectMode::kRequired, required, {kUnservedPort}, /*break_redirect=*/true);
+  StartChild(RedirectMode::kRequired, required, {kUnservedPort}, Batch::kRefused);
   EXPECT_EQ(required.report.setup_step, static_cast<int>(ChildStep::kNetworkRedirect));
   EXPECT_TRUE(required.sockets.empty()) << "a run that needs every port gets no capture at all";
 }
