@@ -429,8 +429,9 @@ def first_executions(code):
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (1, 2):
             os.dup2(null, fd)
-        ours, _ = socket.socketpair()
-        session.append(session_driver.Session(ours.fileno()))
+        pair = socket.socketpair()  # kept open with the session: its channel is one end
+        session.append(session_driver.Session(pair[0].fileno()))
+        session.append(pair)
 
     def cell(number, source):
         return lambda: session[0].execute({"id": number, "language": "python"}, source.encode())

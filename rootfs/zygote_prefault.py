@@ -51,18 +51,18 @@ def _writable_private_mappings():
     return ranges
 
 
-def _own_pages(mappings):
-    """Page numbers in `mappings` that are present and mapped by this process alone."""
-    own = set()
+def _present_pages(mappings):
+    """Page numbers in `mappings` that are present: (mapped by this process alone, shared)."""
+    own, shared = set(), set()
     with open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
         for low, high in mappings:
             first = low // PAGE
             pagemap.seek(first * 8)
             entries = pagemap.read((high - low) // PAGE * 8)
             for index, (entry,) in enumerate(struct.iter_unpack("<Q", entries)):
-                if entry & PRESENT and entry & EXCLUSIVE:
-                    own.add(first + index)
-    return own
+                if entry & PRESENT:
+                    (own if entry & EXCLUSIVE else shared).add(first + index)
+    return own, shared
 
 
 def _runs(pages):
@@ -89,12 +89,14 @@ def _within_budget(written_by_run, budget_pages):
 def _probe(report_fd, prepare, runs, budget_pages):
     prepare()
     mappings = _writable_private_mappings()
-    own = _own_pages(mappings)
+    own, shared = _present_pages(mappings)
     written_by_run = []
     for run in runs:
         run()
-        now = _own_pages(mappings)
-        written_by_run.append(now - own)
+        now, _ = _present_pages(mappings)
+        # Only copies of pages the zygote has: a page it never touched would be a fresh
+        # allocation in a session (under transparent huge pages, maybe a whole 2 MiB one).
+        written_by_run.append((now - own) & shared)
         own = now
     chosen = _within_budget(written_by_run, budget_pages)
     data = b"".join(struct.pack("<QQ", *r) for r in _runs(chosen))

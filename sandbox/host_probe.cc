@@ -84,11 +84,11 @@ bool CanRedirectAllPortsInNetworkNamespace() {
   const int probe = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   const bool with_ipv6 = probe >= 0;
   if (probe >= 0) ::close(probe);
-  const NetfilterBatch batch = BuildRedirectBatch(with_ipv6, kRedirectCapturePort);
-  return InChild([&batch] {
+  const RedirectBatches batches = BuildRedirectBatches(with_ipv6, kRedirectCapturePort);
+  return InChild([&batches] {
     if (int err = EnterUserAndMountNamespace()) return err;
     if (::unshare(CLONE_NEWNET) != 0) return 5;
-    return InstallNetfilterBatch(batch).err == 0 ? 0 : 6;
+    return InstallRedirect(batches).err == 0 ? 0 : 6;
   });
 }
 

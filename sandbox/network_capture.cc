@@ -163,8 +163,8 @@ CapturePlan PrepareCapturePlan(const std::vector<uint16_t>& tcp_ports, RedirectM
   plan.tcp_ports = tcp_ports;
   plan.redirect = redirect;
   if (redirect != RedirectMode::kOff) {
-    plan.redirect_both = BuildRedirectBatch(true, kRedirectCapturePort);
-    plan.redirect_v4_only = BuildRedirectBatch(false, kRedirectCapturePort);
+    plan.redirect_both = BuildRedirectBatches(true, kRedirectCapturePort);
+    plan.redirect_v4_only = BuildRedirectBatches(false, kRedirectCapturePort);
   }
   plan.proxy_port = proxy_port;
   plan.send_fd = send_fd;
@@ -182,7 +182,7 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
     // Listeners per port are the fallback only when the kernel refused the batch, which is
     // one transaction: nothing of it is installed then. Unknown state is no run.
     const NetfilterOutcome installed =
-        InstallNetfilterBatch(have_v6 ? plan.redirect_both : plan.redirect_v4_only);
+        InstallRedirect(have_v6 ? plan.redirect_both : plan.redirect_v4_only);
     const bool fall_back = installed.rejected && plan.redirect == RedirectMode::kPreferred;
     if (installed.err != 0 && !fall_back) {
       return Fail(ChildStep::kNetworkRedirect, installed.err, failed_step);

@@ -38,7 +38,7 @@ struct CapturePlan {
   RedirectMode redirect = RedirectMode::kOff;
   // The redirect's netlink batches, built by the runner (network_redirect.h): IPv4 and IPv6
   // in one transaction, and IPv4 alone for a kernel without IPv6.
-  NetfilterBatch redirect_both, redirect_v4_only;
+  RedirectBatches redirect_both, redirect_v4_only;
   uint16_t proxy_port = 0;  // 0: no proxy listener
   int send_fd = -1;  // the child's end of the capture socketpair (SOCK_SEQPACKET)
   // Room for the fds, sized by the runner (the child must not allocate).

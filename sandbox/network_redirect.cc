@@ -234,6 +234,16 @@ NetfilterBatch BuildRedirectBatch(bool with_ipv6, uint16_t to_port, Untracked un
   return batch.Take();
 }
 
+RedirectBatches BuildRedirectBatches(bool with_ipv6, uint16_t to_port) {
+  return {BuildRedirectBatch(with_ipv6, to_port, Untracked::kAllButTcp),
+          BuildRedirectBatch(with_ipv6, to_port, Untracked::kNothing)};
+}
+
+NetfilterOutcome InstallRedirect(const RedirectBatches& batches) {
+  const NetfilterOutcome untracking = InstallNetfilterBatch(batches.untracking);
+  return untracking.rejected ? InstallNetfilterBatch(batches.redirect_only) : untracking;
+}
+
 NetfilterOutcome InstallNetfilterBatch(const NetfilterBatch& batch) {
   int sock = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
   if (sock < 0) return {errno, true};  // no nfnetlink: nothing can have been installed

@@ -47,6 +47,14 @@ enum class Untracked {
 NetfilterBatch BuildRedirectBatch(bool with_ipv6, uint16_t to_port,
                                   Untracked untracked = Untracked::kAllButTcp);
 
+// What a child installs, in order of preference: the redirect with its notrack chain, and the
+// redirect alone for a kernel whose nf_tables lacks the notrack expression (nft_ct).
+struct RedirectBatches {
+  NetfilterBatch untracking;
+  NetfilterBatch redirect_only;
+};
+RedirectBatches BuildRedirectBatches(bool with_ipv6, uint16_t to_port);
+
 struct NetfilterOutcome {
   int err = 0;  // 0: all acknowledged; else an errno (EPROTO for a short or malformed answer)
   // The kernel refused the batch (or has no nfnetlink): certainly nothing was installed. An
@@ -56,5 +64,8 @@ struct NetfilterOutcome {
 // Child: sends `batch` on a NETLINK_NETFILTER socket and checks that all its acks came back
 // without error. Async-signal-safe.
 NetfilterOutcome InstallNetfilterBatch(const NetfilterBatch& batch);
+// Child: installs `batches.untracking`, or where the kernel refused it (nothing installed),
+// `batches.redirect_only`; the outcome is the last attempt's. Async-signal-safe.
+NetfilterOutcome InstallRedirect(const RedirectBatches& batches);
 
 }  // namespace sbx

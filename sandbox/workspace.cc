@@ -172,11 +172,14 @@ void RemoveStaleWorkspaces(const std::string& base) {
     // A pid is only a hint: a runner in another pid namespace that shares this directory has
     // pids that mean nothing here. Its workspace is locked for as long as it is in use, and
     // it is young between its mkdtemp and its lock: one changed in the last minute is left to
-    // a later sweep.
+    // a later sweep. A time in the future does not protect it (the sandbox's code owns the
+    // directory and can set its mtime to any date).
     UniqueFd lock(::open((base + "/" + name).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!lock || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) continue;
     struct stat st;
-    if (::fstat(lock.get(), &st) != 0 || ::time(nullptr) - st.st_mtime < kStaleWorkspaceSeconds) continue;
+    if (::fstat(lock.get(), &st) != 0) continue;
+    const time_t age = ::time(nullptr) - st.st_mtime;
+    if (age >= 0 && age < kStaleWorkspaceSeconds) continue;
     (void)RemoveTree(base + "/" + name);
   }
 }

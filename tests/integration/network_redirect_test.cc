@@ -184,7 +184,8 @@ NetfilterBatch BrokenBatch() {
 enum class Batch {
   kReal,          // what runs send
   kTrackingAll,   // the redirect without its notrack chain (Untracked::kNothing)
-  kRefused,       // one the kernel refuses, as a kernel without nf_tables NAT does
+  kNoNotrack,     // the notrack batch refused, as a kernel without nft_ct refuses it
+  kRefused,       // every batch refused, as a kernel without nf_tables NAT does
 };
 
 // Starts the child with capture per `redirect` and per-port listeners on `tcp_ports` (the
@@ -197,13 +198,17 @@ void StartChild(RedirectMode redirect, CaptureRun& run,
   ASSERT_EQ(::pipe2(done, O_CLOEXEC), 0);
   UniqueFd receive(capture[0]), report_read(report[0]);
   CapturePlan plan = PrepareCapturePlan(tcp_ports, redirect, 0, capture[1]);
+  // A batch the kernel refuses (a table with no name) stands for what a kernel without the
+  // feature answers.
   if (batch == Batch::kRefused) {
-    // A batch the kernel refuses (a table with no name): what a kernel without NAT answers.
-    plan.redirect_both = BrokenBatch();
-    plan.redirect_v4_only = BrokenBatch();
+    plan.redirect_both = {BrokenBatch(), BrokenBatch()};
+    plan.redirect_v4_only = {BrokenBatch(), BrokenBatch()};
   } else if (batch == Batch::kTrackingAll) {
-    plan.redirect_both = BuildRedirectBatch(true, kRedirectCapturePort, Untracked::kNothing);
-    plan.redirect_v4_only = BuildRedirectBatch(false, kRedirectCapturePort, Untracked::kNothing);
+    plan.redirect_both.untracking = plan.redirect_both.redirect_only;
+    plan.redirect_v4_only.untracking = plan.redirect_v4_only.redirect_only;
+  } else if (batch == Batch::kNoNotrack) {
+    plan.redirect_both.untracking = BrokenBatch();
+    plan.redirect_v4_only.untracking = BrokenBatch();
   }
   run.pid = ::fork();
   ASSERT_GE(run.pid, 0);
@@ -300,6 +305,14 @@ TEST(AllPortRedirect, OnlyTcpIsTrackedSoDatagramsCostTheKernelNoEntries) {
   EXPECT_EQ(run.report.udp_tracked, 0);
   // TCP still is: the redirect works (its reverse NAT needs the entries).
   EXPECT_EQ(run.report.v4_connect, 0) << std::strerror(run.report.v4_connect);
+
+  // A kernel whose nf_tables lacks notrack refuses that transaction: the redirect alone is
+  // installed then, and the run still captures every port.
+  CaptureRun without_notrack;
+  StartChild(RedirectMode::kRequired, without_notrack, {}, Batch::kNoNotrack);
+  ASSERT_EQ(without_notrack.report.setup_step, -1) << std::strerror(without_notrack.report.setup_err);
+  EXPECT_EQ(without_notrack.report.v4_connect, 0) << std::strerror(without_notrack.report.v4_connect);
+  EXPECT_GE(without_notrack.report.udp_tracked, kUdpFlood);
 }
 
 TEST(AllPortRedirect, WithoutTheKernelsNatPreferredFallsBackToListenersPerPortAndRequiredFails) {

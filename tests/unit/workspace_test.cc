@@ -123,7 +123,8 @@ pid_t ExitedPid() {
   return pid;
 }
 
-// Sets a directory's modification time `seconds` back: what a workspace left that long ago shows.
+// Sets a directory's modification time `seconds` back (forward, if negative): what a workspace
+// left that long ago shows.
 void Age(const std::string& path, int seconds) {
   struct timespec times[2];
   ASSERT_EQ(::clock_gettime(CLOCK_REALTIME, &times[0]), 0);
@@ -174,6 +175,17 @@ TEST(TemporaryWorkspace, AWorkspaceCreatedMomentsAgoIsNotSweptBeforeItsRunnerLoc
   if (::access(young.c_str(), F_OK) == 0) {
     ASSERT_TRUE(RemoveTree(young));
   }
+  // The sandbox's code owns its workspace and can date it into the future: that is stale too.
+  const std::string dated = *base + "/ws-" + std::to_string(ExitedPid()) + "-Futur3";
+  ASSERT_EQ(::mkdir(dated.c_str(), 0700), 0);
+  Age(dated, -3600 * 24 * 365);
+  auto third = CreateTemporaryWorkspace(::geteuid(), ::getegid());
+  ASSERT_TRUE(third) << third.error().ToString();
+  EXPECT_NE(::access(dated.c_str(), F_OK), 0) << "a workspace dated a year ahead was kept";
+  if (::access(dated.c_str(), F_OK) == 0) {
+    ASSERT_TRUE(RemoveTree(dated));
+  }
+  ASSERT_TRUE(RemoveTree(third->path));
   ASSERT_TRUE(RemoveTree(first->path));
   ASSERT_TRUE(RemoveTree(second->path));
 }
