@@ -9,13 +9,12 @@ every pooled session went to faults. A second execution in the same session take
 
   learn(prepare, runs, budget_pages)
                     in the zygote, once: forks a throwaway child that calls prepare(), then
-                    each of runs() in
-                    turn (the zygote's stand-ins for a first execution: an empty cell, then a
-                    typical one) and reports, from /proc/self/pagemap, the pages of the
-                    zygote's writable private mappings that each made the child's own; returns
-                    at most budget_pages of them as (address, length) ranges, those of the
-                    earlier runs first: the pages every first execution writes (the driver's
-                    own) come before those only the typical one does.
+                    each of runs() in turn (the zygote's stand-ins for a first execution: an
+                    empty cell, then a typical one) and reports, from /proc/self/pagemap, the
+                    zygote pages each made the child's own copy of; returns at most
+                    budget_pages of them as (address, length) ranges, those of the earlier
+                    runs first: the pages every first execution writes (the driver's own)
+                    come before those only the typical one does.
   prefault(ranges)  in each session while it is prepared: MADV_POPULATE_WRITE (Linux 5.14)
                     breaks the sharing of those pages now, before the session is handed out.
 
