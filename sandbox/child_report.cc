@@ -44,8 +44,18 @@ const char* ChildStepName(ChildStep step) {
   return "unknown step";
 }
 
+uint64_t CpuMicroseconds(const struct rusage& usage) {
+  auto micros = [](const struct timeval& time) {
+    return static_cast<uint64_t>(time.tv_sec) * 1000000u + static_cast<uint64_t>(time.tv_usec);
+  };
+  return micros(usage.ru_utime) + micros(usage.ru_stime);
+}
+
 void SendChildReport(int fd, ReportKind kind, ChildStep step, int err_no, int value) {
-  ChildReport report{kind, step, err_no, value};
+  SendChildReport(fd, ChildReport{kind, step, err_no, value, 0, 0});
+}
+
+void SendChildReport(int fd, const ChildReport& report) {
   ssize_t n;
   do {
     n = ::write(fd, &report, sizeof(report));

@@ -5,6 +5,8 @@
 // EOF on the socket with no report means the child is gone without a word (killed).
 #pragma once
 
+#include <sys/resource.h>
+
 #include <cstdint>
 
 namespace sbx {
@@ -46,7 +48,8 @@ enum class ChildStep : uint32_t {
 enum class ReportKind : uint32_t {
   kSetupFailed = 1,  // step + err_no: a setup step failed, nothing of the program ran
   kExecFailed,       // err_no: execve of the program failed (ENOENT -> 127, else 126)
-  kProgramEnded,     // value: the program's wait status, as seen by the sandbox's init
+  kProgramEnded,     // value: the program's wait status, as seen by the sandbox's init;
+                     // cpu_us, max_rss_kib: what the sandbox's processes used
 };
 
 struct ChildReport {
@@ -54,11 +57,20 @@ struct ChildReport {
   ChildStep step;
   int32_t err_no;
   int32_t value;
+  // kProgramEnded: the init's getrusage() of itself and of everything it reaped, which is
+  // every process of the namespace by then. It is what wait4() on the init would return, so
+  // the runner need not wait for the init's exit (the namespaces' teardown) to account the run.
+  uint64_t cpu_us;
+  uint64_t max_rss_kib;
 };
 
 const char* ChildStepName(ChildStep step);
 
+// User plus system time of `usage`, in microseconds.
+uint64_t CpuMicroseconds(const struct rusage& usage);
+
 // Async-signal-safe: writes `report` to `fd` (retrying EINTR). Used only in children.
+void SendChildReport(int fd, const ChildReport& report);
 void SendChildReport(int fd, ReportKind kind, ChildStep step, int err_no, int value = 0);
 
 }  // namespace sbx

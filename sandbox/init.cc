@@ -3,11 +3,13 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 
 #include "sandbox/child_report.h"
 
@@ -28,6 +30,19 @@ void SignalEveryone(int signal) {
   if (::getpid() == 1) ::kill(-1, signal);
 }
 
+// The program's end, with what every process of the namespace used: the init's own usage
+// plus its reaped children's, as wait4() on the init would sum them.
+void ReportProgramEnded(int sync_fd, int program_status) {
+  struct rusage self {}, children {};
+  ::getrusage(RUSAGE_SELF, &self);
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  ChildReport report{ReportKind::kProgramEnded, ChildStep::kExec, 0, program_status, 0, 0};
+  report.cpu_us = CpuMicroseconds(self) + CpuMicroseconds(children);
+  report.max_rss_kib = static_cast<uint64_t>(self.ru_maxrss > children.ru_maxrss ? self.ru_maxrss
+                                                                                 : children.ru_maxrss);
+  SendChildReport(sync_fd, report);
+}
+
 [[noreturn]] void KillEveryoneAndExit(int sync_fd, bool report, int program_status) {
   SignalEveryone(SIGKILL);
   // With nothing to report, exiting is the surer kill: the kernel then SIGKILLs the whole
@@ -36,7 +51,9 @@ void SignalEveryone(int signal) {
   if (!report) ::_exit(0);
   while (::waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
   }
-  if (report) SendChildReport(sync_fd, ReportKind::kProgramEnded, ChildStep::kExec, 0, program_status);
+  // ECHILD: every other process of the namespace is reaped. From this report on the runner
+  // does not wait for this exit, whose namespace teardown it need not pay for.
+  ReportProgramEnded(sync_fd, program_status);
   ::_exit(0);
 }
 

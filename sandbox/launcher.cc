@@ -279,6 +279,15 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   };
   SupervisionOutcome outcome = Supervise(child, out, err, policy.limits.timeout_seconds,
                                          spec.kill_grace_seconds, kill_all);
+  if (outcome.init_exiting) {
+    // A cgroup is removable only once the init has left it; without one, nothing here needs
+    // the namespaces' teardown to finish.
+    if (cgroup) {
+      ReapInit(child, outcome);
+    } else {
+      ReapInitLater(pid);
+    }
+  }
   if (allowlist) allowlist->RequestStop();  // netd's summary and exit overlap what follows
   if (forward_out) forward_out->Close();
   if (forward_err) forward_err->Close();
@@ -292,12 +301,8 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   result.stderr_data = err.Text();
   result.stdout_truncated = out.truncated();
   result.stderr_truncated = err.truncated();
-  const auto& ru = outcome.usage;
-  uint64_t rusage_cpu_ms = static_cast<uint64_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
-                           static_cast<uint64_t>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
-  result.cpu_ms = usage.cpu_usage_ns ? *usage.cpu_usage_ns / 1000000 : rusage_cpu_ms;
-  result.peak_memory_bytes = usage.peak_memory_bytes ? *usage.peak_memory_bytes
-                                                     : static_cast<uint64_t>(ru.ru_maxrss) * 1024;
+  result.cpu_ms = usage.cpu_usage_ns ? *usage.cpu_usage_ns / 1000000 : outcome.cpu_us / 1000;
+  result.peak_memory_bytes = usage.peak_memory_bytes ? *usage.peak_memory_bytes : outcome.max_rss_kib * 1024;
   if (outcome.setup_failure) {
     const ChildReport& report = *outcome.setup_failure;
     result.status = RunStatus::kSetupFailed;

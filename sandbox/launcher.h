@@ -35,8 +35,10 @@
 //  21. Supervise: drain both pipes concurrently with head+tail caps; on the timeout SIGTERM
 //      to the init (SIGCONT+SIGTERM to all), then after a grace SIGKILL the init (which ends
 //      the namespace) and cgroup.kill (v2).
-//  22. Reap the init (the kernel has killed the namespace by then); read cgroup usage; remove
-//      the cgroup; build the typed result.
+//  22. Once the init reports the program's end (everything else reaped), the run is over: with
+//      a cgroup, reap the init, read its usage and remove it; without one, a thread reaps the
+//      init while the kernel tears its namespaces down, and the usage is the init's report.
+//      Build the typed result.
 #pragma once
 
 #include <string>

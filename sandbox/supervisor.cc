@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <system_error>
+#include <thread>
 
 namespace sbx {
 namespace {
@@ -57,12 +59,41 @@ void ReadReports(int fd, SupervisionOutcome& outcome, bool& open) {
         if (!outcome.setup_failure) outcome.setup_failure = report;
         break;
       case ReportKind::kExecFailed: outcome.exec_errno = report.err_no; break;
-      case ReportKind::kProgramEnded: outcome.program_status = report.value; break;
+      case ReportKind::kProgramEnded:
+        outcome.program_status = report.value;
+        outcome.cpu_us = report.cpu_us;
+        outcome.max_rss_kib = report.max_rss_kib;
+        break;
     }
   }
 }
 
 }  // namespace
+
+void ReapInit(const SupervisedChild& child, SupervisionOutcome& outcome) {
+  struct rusage usage {};
+  pid_t reaped;
+  do {
+    reaped = ::wait4(child.pid, &outcome.init_status, 0, &usage);
+  } while (reaped < 0 && errno == EINTR);
+  outcome.init_exiting = false;
+  if (reaped != child.pid || outcome.program_status) return;  // the init's report is as good
+  outcome.cpu_us = CpuMicroseconds(usage);
+  outcome.max_rss_kib = static_cast<uint64_t>(usage.ru_maxrss);
+}
+
+void ReapInitLater(pid_t pid) {
+  try {
+    std::thread([pid] {
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }).detach();
+  } catch (const std::system_error&) {
+    // No thread to be had: reap it now.
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
 
 SupervisionOutcome Supervise(const SupervisedChild& child, OutputCapture& out, OutputCapture& err,
                              double timeout_seconds, double grace_seconds,
@@ -112,14 +143,19 @@ SupervisionOutcome Supervise(const SupervisedChild& child, OutputCapture& out, O
     if (err_index >= 0 && fds[err_index].revents) err_open = DrainOnce(child.stderr_fd, err);
     if (sync_index >= 0 && fds[sync_index].revents) ReadReports(child.sync_fd, outcome, sync_open);
     if (pid_index >= 0 && fds[pid_index].revents) {
-      pid_t reaped;
-      do {
-        reaped = ::wait4(child.pid, &outcome.init_status, 0, &outcome.usage);
-      } while (reaped < 0 && errno == EINTR);
+      ReapInit(child, outcome);
       init_alive = false;
       outcome.wall_ns = NowNs() - start;
       // Every process of the namespace is gone now; pick up the last reports.
       if (sync_open) ReadReports(child.sync_fd, outcome, sync_open);
+      continue;
+    }
+    if (init_alive && outcome.program_status) {
+      // The init's last act: everything else is reaped, its own exit is under way.
+      SignalThroughPidfd(child.pidfd, SIGKILL);  // should it linger, it ends all the same
+      init_alive = false;
+      outcome.init_exiting = true;
+      outcome.wall_ns = NowNs() - start;
       continue;
     }
     if (!init_alive) continue;
@@ -145,8 +181,7 @@ SupervisionOutcome Supervise(const SupervisedChild& child, OutputCapture& out, O
     // Only a failing poll gets here: never leave a sandbox running unsupervised.
     kill_all();
     SignalThroughPidfd(child.pidfd, SIGKILL);
-    while (::wait4(child.pid, &outcome.init_status, 0, &outcome.usage) < 0 && errno == EINTR) {
-    }
+    ReapInit(child, outcome);
     outcome.wall_ns = NowNs() - start;
   }
   if (sync_open) ReadReports(child.sync_fd, outcome, sync_open);

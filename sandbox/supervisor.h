@@ -31,16 +31,31 @@ struct SupervisionOutcome {
   std::optional<ChildReport> setup_failure;  // first kSetupFailed report
   std::optional<int> exec_errno;             // kExecFailed
   std::optional<int> program_status;         // wait status reported by the init
-  int init_status = 0;                       // wait status of the init itself
-  struct rusage usage {};                    // the init and everything it reaped
+  int init_status = 0;                       // wait status of the init itself (once reaped)
+  // The init's exit is still under way (it reported the program's end, so every other process
+  // of the namespace is reaped): the caller reaps it, with ReapInit or ReapInitLater.
+  bool init_exiting = false;
+  uint64_t cpu_us = 0;       // the init and everything it reaped: its report, or wait4()
+  uint64_t max_rss_kib = 0;  // the same, the largest resident set
   uint64_t wall_ns = 0;
 };
 
 // Drains both pipes concurrently into the captures, collects reports, enforces the timeout
-// (SIGTERM to the init, then after `grace_seconds` SIGKILL to it and `kill_all()`), reaps the
-// init, then drains the pipes to EOF. Returns when every sandboxed process is gone.
+// (SIGTERM to the init, then after `grace_seconds` SIGKILL to it and `kill_all()`), then drains
+// the pipes to EOF. Returns when no sandboxed process but the init is left, and the init is
+// either reaped or exiting (`init_exiting`, SIGKILL sent): once the init reports the program's
+// end it has killed and reaped everything else, and what remains of its exit is the kernel's
+// teardown of the namespaces (~0.5 ms of mounts and superblocks here), which bubblewrap does
+// not wait for either.
 SupervisionOutcome Supervise(const SupervisedChild& child, OutputCapture& out, OutputCapture& err,
                              double timeout_seconds, double grace_seconds,
                              const std::function<void()>& kill_all);
+
+// Waits for the init's exit (needed before its cgroup can be removed).
+void ReapInit(const SupervisedChild& child, SupervisionOutcome& outcome);
+// Reaps an exiting init from a detached thread, so the run's result does not wait for the
+// kernel's teardown of its namespaces. A process that ends first leaves the zombie to its
+// own parent's reaper, as any exiting parent does.
+void ReapInitLater(pid_t pid);
 
 }  // namespace sbx

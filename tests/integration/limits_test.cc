@@ -12,13 +12,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What enforced `what` in the result, "" when the result does not say.
-std::string MechanismOf(const RunResult& result, const std::string& what) {
-  for (const auto& item : result.enforcement) {
-    if (item.what == what) return item.mechanism;
-  }
-  return "";
-}
 
 // In the cgroup v2 VM (tools/vm) v2 must win; on a v1 hybrid host such as CI, v1.
 std::string ExpectedCgroupMechanism() { return InCgroup2Vm() ? "cgroup_v2" : "cgroup_v1"; }

@@ -44,6 +44,13 @@ RunResult RunInSandbox(const std::vector<std::string>& argv, const Policy& polic
   return *result;
 }
 
+std::string MechanismOf(const RunResult& result, const std::string& what) {
+  for (const auto& item : result.enforcement) {
+    if (item.what == what) return item.mechanism;
+  }
+  return "";
+}
+
 HostRun RunOnHost(const std::vector<std::string>& argv) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return {};

@@ -27,6 +27,9 @@ struct HostRun {
 // Runs argv directly on the host, unsandboxed: the differential control of every probe.
 HostRun RunOnHost(const std::vector<std::string>& argv);
 
+// What enforced `what` in the result ("memory": "cgroup_v1", ...), "" when it does not say.
+std::string MechanismOf(const RunResult& result, const std::string& what);
+
 // Path of a static probe binary built by tests/CMakeLists.txt.
 std::string ProbePath(const std::string& name);
 
