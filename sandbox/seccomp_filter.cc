@@ -226,6 +226,13 @@ Result<std::unique_ptr<SeccompProgram>> Compile(const SeccompOptions& options) {
   // take the bad-arch action, so rules written for x86_64 numbers cannot be sidestepped.
   int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
   if (rc < 0) return SysError(ErrorCode::kInternal, "seccomp_attr_set(ACT_BADARCH)", -rc);
+  // A binary search over the syscall numbers instead of a chain of comparisons. At install
+  // the kernel runs the filter once per syscall number to find those it may allow without
+  // running it (its action cache), and the arguments of clone, ioctl, socket and the like
+  // are checked on every call: through the 358-instruction chain seccomp() took 0.32-0.40 ms
+  // of each run's start here, through the search (376 instructions) 0.23-0.30 ms.
+  rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);
+  if (rc < 0) return SysError(ErrorCode::kInternal, "seccomp_attr_set(CTL_OPTIMIZE)", -rc);
   SBX_TRY_CTX(AddAllRules(ctx.get(), options), "seccomp");
   auto program = ExportSeccompProgram(ctx.get());
   if (!program) return program.error().Context("seccomp");
