@@ -21,6 +21,7 @@
 #include "sandbox/image_check.h"
 #include "sandbox/network_run.h"
 #include "sandbox/output_forwarder.h"
+#include "sandbox/reap_later.h"
 #include "sandbox/supervisor.h"
 #include "sandbox/userns.h"
 #include "sandbox/workspace.h"
@@ -285,7 +286,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
     if (cgroup) {
       ReapInit(child, outcome);
     } else {
-      ReapInitLater(pid);
+      ReapLater(pid);
     }
   }
   if (allowlist) allowlist->RequestStop();  // netd's summary and exit overlap what follows

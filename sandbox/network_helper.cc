@@ -22,15 +22,13 @@
 #include "sandbox/network_helper_protocol.h"
 #include "sandbox/sibling_executable.h"
 #include "sandbox/policy.h"
+#include "sandbox/reap_later.h"
 #include "sandbox/wipe.h"
 
 namespace sbx {
 namespace {
 
 using nlohmann::json;
-
-// How long a helper that answered "stop" may take to exit before it is killed.
-constexpr int kExitGraceMs = 2'000;
 
 Error HelperError(const std::string& what) {
   return MakeError(ErrorCode::kSetupFailed, "sbx-netd: " + what);
@@ -303,10 +301,11 @@ Result<NetworkSummary> NetworkHelper::Stop() {
     return reply.error();
   }
   auto summary = ParseSummary(*reply);
-  pollfd exited{pidfd_.get(), POLLIN, 0};
-  while (poll(&exited, 1, kExitGraceMs) < 0 && errno == EINTR) {
-  }
-  KillAndReap();  // reaps at once when it has exited; kills it when it has not
+  // The summary is netd's last word: its server has stopped and the log's digest is taken,
+  // so no record can follow. What is left is its exit, which the run need not wait for.
+  syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+  ReapLater(pid_);
+  reaped_ = true;
   return summary;
 }
 
@@ -314,9 +313,9 @@ void NetworkHelper::KillAndReap() {
   if (reaped_ || pid_ <= 0) return;
   // The pid is our unreaped child, so it cannot have been reused; nothing to kill if it has
   // already exited.
-  if (waitpid(pid_, &wait_status_, WNOHANG) != pid_) {
+  if (waitpid(pid_, nullptr, WNOHANG) != pid_) {
     kill(pid_, SIGKILL);
-    while (waitpid(pid_, &wait_status_, 0) < 0 && errno == EINTR) {
+    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
   reaped_ = true;

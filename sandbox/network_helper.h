@@ -67,16 +67,13 @@ class NetworkHelper {
   Result<void> SendCaptureSockets(const std::vector<CapturedSocket>& sockets);
   // Step 5 without waiting for the answer; nothing before "ready" (Stop handles that case).
   void RequestStop();
-  // Step 5 (unless RequestStop sent it), then the summary; reaps the helper (killing it if it
-  // does not exit).
+  // Step 5 (unless RequestStop sent it), then the summary. The helper is then killed and
+  // reaped in the background (reap_later.h): the summary is its last word.
   Result<NetworkSummary> Stop();
 
   int control_fd() const { return control_.get(); }
   pid_t pid() const { return pid_; }
   int pidfd() const { return pidfd_.get(); }
-  // The helper's wait status once reaped (after Stop), else -1. A clean stop exits 0; SIGSYS
-  // would mean its seccomp allowlist missed a syscall.
-  int wait_status() const { return wait_status_; }
 
  private:
   friend Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string&,
@@ -97,7 +94,6 @@ class NetworkHelper {
   bool reaped_ = false;
   bool ready_ = false;  // "ready" received (SendCaptureSockets waits for it first)
   bool stop_sent_ = false;
-  int wait_status_ = -1;
 };
 
 // <directory of the running executable>/sbx-netd, where the build puts it next to sbx; an error

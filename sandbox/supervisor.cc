@@ -13,8 +13,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <system_error>
-#include <thread>
 
 namespace sbx {
 namespace {
@@ -80,19 +78,6 @@ void ReapInit(const SupervisedChild& child, SupervisionOutcome& outcome) {
   if (reaped != child.pid || outcome.program_status) return;  // the init's report is as good
   outcome.cpu_us = CpuMicroseconds(usage);
   outcome.max_rss_kib = static_cast<uint64_t>(usage.ru_maxrss);
-}
-
-void ReapInitLater(pid_t pid) {
-  try {
-    std::thread([pid] {
-      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
-    }).detach();
-  } catch (const std::system_error&) {
-    // No thread to be had: reap it now.
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-  }
 }
 
 SupervisionOutcome Supervise(const SupervisedChild& child, OutputCapture& out, OutputCapture& err,

@@ -33,7 +33,7 @@ struct SupervisionOutcome {
   std::optional<int> program_status;         // wait status reported by the init
   int init_status = 0;                       // wait status of the init itself (once reaped)
   // The init's exit is still under way (it reported the program's end, so every other process
-  // of the namespace is reaped): the caller reaps it, with ReapInit or ReapInitLater.
+  // of the namespace is reaped): the caller reaps it, with ReapInit or ReapLater (reap_later.h).
   bool init_exiting = false;
   uint64_t cpu_us = 0;       // the init and everything it reaped: its report, or wait4()
   uint64_t max_rss_kib = 0;  // the same, the largest resident set
@@ -53,9 +53,5 @@ SupervisionOutcome Supervise(const SupervisedChild& child, OutputCapture& out, O
 
 // Waits for the init's exit (needed before its cgroup can be removed).
 void ReapInit(const SupervisedChild& child, SupervisionOutcome& outcome);
-// Reaps an exiting init from a detached thread, so the run's result does not wait for the
-// kernel's teardown of its namespaces. A process that ends first leaves the zombie to its
-// own parent's reaper, as any exiting parent does.
-void ReapInitLater(pid_t pid);
 
 }  // namespace sbx

@@ -1,6 +1,7 @@
 // A run without a cgroup returns as soon as the sandbox's init reports the program's end, while
-// the kernel is still tearing the namespaces down (supervisor.h). The result must still account
-// for everything the sandbox's processes used, and the init must still be reaped.
+// the kernel is still tearing the namespaces down (supervisor.h), and an allowlist run as soon
+// as sbx-netd has sent its summary (network_helper.h). The result must still account for
+// everything the sandbox's processes used, and every child must still be reaped.
 #include <dirent.h>
 #include <unistd.h>
 
@@ -9,19 +10,24 @@
 #include <sstream>
 #include <thread>
 
+#include "sandbox/network_rules.h"
 #include "tests/integration/sandbox_fixture.h"
 
 namespace sbx::testing {
 namespace {
 
-Result<RunResult> RunWithRlimitsOnly(const std::vector<std::string>& argv) {
+RunSpec RlimitsOnly(const std::vector<std::string>& argv) {
   RunSpec spec;
   spec.policy.allow_degraded = {Layer::kCgroup};
   spec.cgroup_options.try_v2 = false;
   spec.cgroup_options.try_v1 = false;
   spec.argv = argv;
   spec.image_dir = TestImage();
-  return RunSandboxed(spec);
+  return spec;
+}
+
+Result<RunResult> RunWithRlimitsOnly(const std::vector<std::string>& argv) {
+  return RunSandboxed(RlimitsOnly(argv));
 }
 
 // Processes whose parent is this process (any of its threads): /proc/PID/stat's 4th field.
@@ -48,6 +54,14 @@ std::vector<int> OwnChildren() {
   return children;
 }
 
+// Polls until this process has no child left (each is reaped by a thread), or gives up.
+void AwaitNoChildren() {
+  const int polls = static_cast<int>(100 * WallClockScale());  // of 50 ms each
+  for (int i = 0; i < polls && !OwnChildren().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 TEST(InitExit, UsageOfEveryProcessIsAccountedWithoutTheReap) {
   // The memory and the CPU are a grandchild's (python under sh), so they reach the result only
   // through the init's count of what it and its children reaped.
@@ -70,12 +84,28 @@ TEST(InitExit, EveryInitIsReapedAfterItsRunReturns) {
     EXPECT_EQ(result->status, RunStatus::kExited) << result->stderr_data;
   }
   // Each init is reaped by a thread once its namespaces are gone: zombies would stay forever.
-  const int polls = static_cast<int>(100 * WallClockScale());  // of 50 ms each
-  for (int i = 0; i < polls && !OwnChildren().empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  AwaitNoChildren();
   EXPECT_TRUE(OwnChildren().empty());
   EXPECT_TRUE(HostProcessesWith("sleep 1005").empty());
+}
+
+TEST(InitExit, AllowlistRunsLeaveNeitherInitNorHelperBehind) {
+  ScratchDir logs;
+  auto rule = ParseNetworkRule("allowed.example", "network.allow[0]");
+  ASSERT_TRUE(rule) << rule.error().ToString();
+  for (int i = 0; i < 5; ++i) {
+    RunSpec spec = RlimitsOnly({"/bin/true"});
+    spec.policy.network = NetworkMode::kAllowlist;
+    spec.policy.network_allowlist.allow.push_back(*rule);
+    spec.network_log_path = logs.path() + "/run" + std::to_string(i) + ".jsonl";
+    auto result = RunSandboxed(spec);
+    ASSERT_TRUE(result) << result.error().ToString();
+    EXPECT_EQ(result->status, RunStatus::kExited) << result->stderr_data;
+    // sbx-netd's summary, its last word before it is killed and reaped in the background.
+    EXPECT_EQ(result->network.log_sha256.size(), 64u);
+  }
+  AwaitNoChildren();
+  EXPECT_TRUE(OwnChildren().empty());
 }
 
 }  // namespace
