@@ -239,11 +239,10 @@ RedirectBatches BuildRedirectBatches(bool with_ipv6, uint16_t to_port) {
           BuildRedirectBatch(with_ipv6, to_port, Untracked::kNothing)};
 }
 
-NetfilterOutcome InstallRedirect(const RedirectBatches& batches) {
-  const NetfilterOutcome untracking = InstallNetfilterBatch(batches.untracking);
-  return untracking.rejected ? InstallNetfilterBatch(batches.redirect_only) : untracking;
-}
+namespace {
 
+// Sends `batch` on a NETLINK_NETFILTER socket and checks that all its acks came back without
+// error. Async-signal-safe.
 NetfilterOutcome InstallNetfilterBatch(const NetfilterBatch& batch) {
   int sock = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
   if (sock < 0) return {errno, true};  // no nfnetlink: nothing can have been installed
@@ -279,6 +278,13 @@ NetfilterOutcome InstallNetfilterBatch(const NetfilterBatch& batch) {
   }
   ::close(sock);
   return outcome;
+}
+
+}  // namespace
+
+NetfilterOutcome InstallRedirect(const RedirectBatches& batches) {
+  const NetfilterOutcome untracking = InstallNetfilterBatch(batches.untracking);
+  return untracking.rejected ? InstallNetfilterBatch(batches.redirect_only) : untracking;
 }
 
 }  // namespace sbx

@@ -61,9 +61,6 @@ struct NetfilterOutcome {
   // error without it (the answers could not be read) leaves the state unknown.
   bool rejected = false;
 };
-// Child: sends `batch` on a NETLINK_NETFILTER socket and checks that all its acks came back
-// without error. Async-signal-safe.
-NetfilterOutcome InstallNetfilterBatch(const NetfilterBatch& batch);
 // Child: installs `batches.untracking`, or where the kernel refused it (nothing installed),
 // `batches.redirect_only`; the outcome is the last attempt's. Async-signal-safe.
 NetfilterOutcome InstallRedirect(const RedirectBatches& batches);

@@ -17,8 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,11 +24,13 @@
 #include "sandbox/environment.h"
 #include "sandbox/image.h"
 #include "src/executor/executors.h"
+#include "src/executor/process_memory.h"
 #include "src/executor/session_pool.h"
 
 namespace {
 
 using sbx::executor::CodeBlock;
+using sbx::executor::PrivateMemoryBytes;
 using Clock = std::chrono::steady_clock;
 
 const char* const kCode = "import pandas as pd; pd.DataFrame({\"a\": range(1000)}).describe()";
@@ -61,18 +61,6 @@ bool Ok(const sbx::Result<sbx::executor::CodeResult>& result) {
   return true;
 }
 
-// Private_Clean + Private_Dirty of a process, in KiB.
-long PrivateKib(pid_t pid) {
-  std::ifstream rollup("/proc/" + std::to_string(pid) + "/smaps_rollup");
-  std::string line;
-  long total = 0;
-  while (std::getline(rollup, line)) {
-    if (line.rfind("Private_Clean:", 0) == 0 || line.rfind("Private_Dirty:", 0) == 0) {
-      total += std::strtol(line.c_str() + line.find(':') + 1, nullptr, 10);
-    }
-  }
-  return total;
-}
 
 }  // namespace
 
@@ -163,7 +151,7 @@ int main(int argc, char** argv) {
         return 1;
       }
       acquire_only.push_back(Ms(start));
-      idle_memory.push_back(PrivateKib((*session)->host_pid()) / 1024.0);
+      idle_memory.push_back(PrivateMemoryBytes((*session)->host_pid()) / 1048576.0);
       if (!Ok((*session)->Execute(blocks))) return 1;
       pooled.push_back(Ms(start));
     }
@@ -182,12 +170,12 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < std::max<size_t>(warm, 4); ++i) {
       auto session = (*pool_ptr)->Acquire();
       if (!session) break;
-      idle.push_back(PrivateKib((*session)->host_pid()) / 1024.0);
+      idle.push_back(PrivateMemoryBytes((*session)->host_pid()) / 1048576.0);
       held.push_back(std::move(*session));
     }
     for (auto& session : held) {
       if (!Ok(session->Execute(blocks))) return 1;
-      used.push_back(PrivateKib(session->host_pid()) / 1024.0);
+      used.push_back(PrivateMemoryBytes(session->host_pid()) / 1048576.0);
     }
     std::sort(idle.begin(), idle.end());
     std::sort(used.begin(), used.end());

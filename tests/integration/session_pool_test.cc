@@ -6,13 +6,13 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <thread>
 
 #include "sandbox/workspace.h"
 #include "sandbox_fixture.h"
 #include "session_checks.h"
+#include "src/executor/process_memory.h"
 #include "src/executor/session_pool.h"
 
 namespace sbx::executor {
@@ -92,17 +92,6 @@ TEST(SessionPool, PrefaultedSessionCarriesNothingOfTheWarmUp) {
   EXPECT_EQ(own.stdout_text, "True True\n") << own.output;
 }
 
-// Private_Clean + Private_Dirty of a process, in KiB (what an idle session costs).
-long PrivateKib(pid_t pid) {
-  std::ifstream rollup("/proc/" + std::to_string(pid) + "/smaps_rollup");
-  std::string line;
-  long total = 0;
-  while (std::getline(rollup, line)) {
-    if (line.rfind("Private_Clean:", 0) == 0 || line.rfind("Private_Dirty:", 0) == 0)
-      total += std::strtol(line.c_str() + line.find(':') + 1, nullptr, 10);
-  }
-  return total;
-}
 
 // The pre-faulted pages are the ones a first describe writes: with the whole set pre-copied
 // (a budget above it) it takes few page faults, about as few as the same code run a second
@@ -140,7 +129,7 @@ TEST(SessionPool, PrefaultStaysWithinItsBudget) {
     pages[with] = pool->prefault_pages();
     auto session = Acquire(*pool);
     ASSERT_TRUE(session);
-    idle_kib[with] = PrivateKib(session->host_pid());
+    idle_kib[with] = static_cast<long>(PrivateMemoryBytes(session->host_pid()) / 1024);
     ASSERT_GT(idle_kib[with], 0);
   }
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
