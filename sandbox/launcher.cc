@@ -264,8 +264,9 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   }
 
   // 21-22. Supervise, reap, account, clean up.
-  // Forwarding threads start only now, after clone(): the child is a copy of a process with
-  // one thread.
+  // Forwarding threads start only now, after clone(): they are not copied into the child.
+  // (Other threads may exist, such as an earlier run's reaper or a library user's own: the
+  // child's code up to execve is async-signal-safe, so none of their locks matter.)
   std::optional<OutputForwarder> forward_out, forward_err;
   if (spec.pass_through_output) {
     forward_out.emplace(1, kForwardQueueBytes);

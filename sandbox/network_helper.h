@@ -17,7 +17,8 @@
 //      end the run as network_helper_died) or the pidfd.
 //   4. `helper->RequestStop()` as soon as the run has ended (optional: netd winds down while
 //      the runner cleans up), then `helper->Stop()`: the summary for the run's result.
-// Destroying a NetworkHelper kills the helper (SIGKILL) and reaps it, whatever state it is in.
+// Destroying a NetworkHelper kills the helper (SIGKILL) and reaps it, whatever state it is in;
+// after Stop() it is already killed and being reaped in the background (reap_later.h).
 // The helper also dies with the thread that started it (PR_SET_PDEATHSIG): start it from a
 // thread that lives as long as the run.
 #pragma once

@@ -6,9 +6,14 @@
 namespace sbx {
 
 // Reaps `pid`, an unreaped child of this process that is exiting (or has been sent SIGKILL),
-// from a detached thread, so the caller's result does not wait for the kernel's work at its
-// exit: a sandbox init's namespace teardown, sbx-netd's address space. A process that exits
-// first leaves the zombie to its own parent's reaper, as any exiting parent does.
+// from a thread, so the caller's result does not wait for the kernel's work at its exit: a
+// sandbox init's namespace teardown, sbx-netd's address space.
 void ReapLater(pid_t pid);
+
+// Waits until every child handed to ReapLater has been reaped. A process that exits soon after
+// its runs (the CLI) calls it last: an orphaned zombie goes to pid 1, which in a container may
+// never reap it, and a namespace still being torn down would hold the run's mounts (its
+// workspace's file system could not be unmounted yet).
+void WaitForReaps();
 
 }  // namespace sbx

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "sandbox/reap_later.h"
 #include "sandbox/sibling_executable.h"
 #include "src/cli/doctor_command.h"
 #include "src/cli/image_command.h"
@@ -61,7 +62,11 @@ int main(int argc, char** argv) {
     PrintUsage();
     return 0;
   }
-  if (command == "run") return sbx::cli::RunRunCommand(argc - 1, argv + 1);
+  if (command == "run") {
+    const int status = sbx::cli::RunRunCommand(argc - 1, argv + 1);
+    sbx::WaitForReaps();  // nothing of the run outlives this process (reap_later.h)
+    return status;
+  }
   if (command == "agent") return ExecAgent(argv);
   if (command == "doctor") return sbx::cli::RunDoctorCommand(argc - 1, argv + 1);
   if (command == "image") return sbx::cli::RunImageCommand(argc - 1, argv + 1);

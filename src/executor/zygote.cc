@@ -152,7 +152,7 @@ void PooledDriver::Stop() {
   }
   // Until it is gone, however long an uninterruptible sleep delays its death: what callers do
   // next (copy-out, removing the workspace) assumes nothing of the session can still run, as
-  // the cold path (which waits for its sandbox's init) does.
+  // the cold path does (its init reports only once everything else of the sandbox is reaped).
   while (!WaitReadable(pidfd_.get(), 10'000)) {
     std::fprintf(stderr, "sbx: pooled session (host pid %d) has not died 10 s after SIGKILL; still "
                          "waiting for it (a process in uninterruptible sleep?)\n", static_cast<int>(host_pid_));

@@ -62,6 +62,10 @@ std::string SummaryMessage(const RunSummary& summary);
 class ControlWatcher {
  public:
   ControlWatcher(boost::asio::io_context& io, int control_fd) : descriptor_(io, control_fd) {}
+  // The control socket stays open: the summary goes out on it after the watcher is gone.
+  ~ControlWatcher() { descriptor_.release(); }
+  ControlWatcher(const ControlWatcher&) = delete;
+  ControlWatcher& operator=(const ControlWatcher&) = delete;
   void Start(std::function<void()> on_stop, std::function<void()> on_hangup);
 
  private:

@@ -82,32 +82,38 @@ int Serve() {
   if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
     return Fail(SysError(ErrorCode::kSetupFailed, "signal(SIGPIPE)"));
   }
-  boost::asio::io_context io(1);
-  NetdServer server(io, context);
-  for (CaptureSocket& capture : *captures) {
-    if (auto added = server.AddCapture(capture.kind, capture.port, std::move(capture.fd));
-        !added) {
-      return Fail(added.error());
+  // 4. Serve until "stop" or until the runner hangs up (exit at once: the run is over or the
+  //    runner died, and nobody reads a summary).
+  bool stopped = false;
+  {
+    boost::asio::io_context io(1);
+    NetdServer server(io, context);
+    for (CaptureSocket& capture : *captures) {
+      if (auto added = server.AddCapture(capture.kind, capture.port, std::move(capture.fd));
+          !added) {
+        return Fail(added.error());
+      }
     }
-  }
-  if (auto sent = SendServing(kNetdControlFd); !sent) return 1;
+    if (auto sent = SendServing(kNetdControlFd); !sent) return 1;
+    ControlWatcher watcher(io, kNetdControlFd);
+    watcher.Start(
+        [&] {
+          server.Stop();
+          stopped = true;
+          io.stop();
+        },
+        [] { _exit(1); });
+    io.run();
+  }  // the server, its connections and their pending handlers are gone
+  if (!stopped) return 1;  // io.run() ran out of work: never without "stop"
 
-  // 4. Serve until "stop" (answer the summary, exit 0) or until the runner hangs up (exit at
-  //    once: the run is over or the runner died, and nobody reads a summary). The log's
-  //    digest is taken once the server has stopped: no record follows.
-  int exit_code = 0;
-  ControlWatcher watcher(io, kNetdControlFd);
-  watcher.Start(
-      [&] {
-        server.Stop();
-        RunSummary summary = context.counters.summary();
-        summary.log_sha256 = context.log.Sha256Hex();
-        exit_code = SendSummary(kNetdControlFd, summary) ? 0 : 1;
-        io.stop();
-      },
-      [] { _exit(1); });
-  io.run();
-  return exit_code;
+  // 5. The summary, netd's last word: the runner kills netd as soon as it has it. So first the
+  //    secrets go (the injected values, placeholders and the run CA's key, wiped by their
+  //    owners' destructors), and the log's digest is taken now that no record can follow.
+  context.mitm.reset();
+  RunSummary summary = context.counters.summary();
+  summary.log_sha256 = context.log.Sha256Hex();
+  return SendSummary(kNetdControlFd, summary) ? 0 : 1;
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 // The `sbx` command-line contract: exit codes, --json, refusals that create nothing.
 #include <dirent.h>
+#include <fcntl.h>
 #include <grp.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -288,6 +291,51 @@ TEST(Cli, AgentIsSbxAgentNextToSbx) {
   std::filesystem::remove_all(dir);
   EXPECT_EQ(alone.exit_code, 125);
   EXPECT_NE(alone.output.find(dir + "/sbx-agent"), std::string::npos) << alone.output;
+}
+
+// What `sbx run` leaves when it exits: nothing. Its sandbox's init and sbx-netd are reaped in
+// the background (reap_later.h), and the CLI waits for that before it exits; were it not to,
+// they would be orphaned to the nearest subreaper (here a forked watcher) or to pid 1, which in
+// a container may never reap them.
+TEST(Cli, ExitsOnlyOnceItsInitAndHelperAreReaped) {
+  ScratchDir logs;
+  const std::vector<std::vector<std::string>> runs = {
+      {"run", "--cgroup", "none", "--allow-degraded", "cgroup", "--", "/bin/true"},
+      {"run", "--cgroup", "none", "--allow-degraded", "cgroup", "--allow", "allowed.example",
+       "--network-log", logs.path() + "/net.jsonl", "--", "/bin/true"},
+      {"run", "--", "/bin/true"},
+  };
+  for (const auto& args : runs) {
+    const pid_t watcher = ::fork();
+    ASSERT_GE(watcher, 0);
+    if (watcher == 0) {
+      // Exit codes: 0 nothing was orphaned to us, 1 something was, 2 sbx failed, 3 setup.
+      if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) ::_exit(3);
+      const pid_t sbx = ::fork();
+      if (sbx < 0) ::_exit(3);
+      if (sbx == 0) {
+        std::vector<char*> argv = {const_cast<char*>(SBX_BINARY)};
+        for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+        argv.push_back(nullptr);
+        const int null = ::open("/dev/null", O_WRONLY);
+        ::dup2(null, 1);
+        ::dup2(null, 2);
+        ::execv(SBX_BINARY, argv.data());
+        ::_exit(127);
+      }
+      int status = 0;
+      if (::waitpid(sbx, &status, 0) != sbx) ::_exit(3);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ::_exit(2);
+      // A child of sbx's still exiting (0) or a zombie of one (its pid) would be ours now.
+      const pid_t orphan = ::waitpid(-1, nullptr, WNOHANG);
+      ::_exit(orphan == -1 && errno == ECHILD ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(watcher, &status, 0), watcher);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "sbx " << args[1] << " ... " << args.back()
+                                      << (WEXITSTATUS(status) == 1 ? ": left a child behind" : ": failed");
+  }
 }
 
 }  // namespace
