@@ -5,6 +5,7 @@
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_cttimeout.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -25,6 +26,13 @@ constexpr char kUntrackedChain[] = "untracked";
 constexpr int32_t kNatOutputPriority = -100;
 // "raw": before conntrack (-200) sees the packet, so notrack can still spare it an entry.
 constexpr int32_t kRawPriority = -300;
+constexpr char kTcpTimeoutObject[] = "tcp_short_lived";
+// Seconds a TCP entry of the sandbox's namespace lives in the states a finished or failed
+// connection ends in (the kernel's defaults: 120, 120, 10). On loopback a SYN is answered in
+// microseconds, and a retried SYN after expiry simply makes a new entry, NAT included.
+constexpr uint32_t kSynSentSeconds = 5;
+constexpr uint32_t kTimeWaitSeconds = 2;
+constexpr uint32_t kCloseSeconds = 2;
 
 // Appends netlink messages and (nested) attributes to one buffer, patching lengths as each
 // ends. Runner side only: it allocates.
@@ -194,14 +202,51 @@ void AppendUntracked(NetlinkBatch& batch, int family) {
   batch.EndMessage();
 }
 
-// The table, nat chain (output hook) and rule of one family, appended to `batch`.
-void AppendRedirect(NetlinkBatch& batch, int family, uint16_t to_port) {
+// The ct timeout object of kTable: TCP's closed states short-lived, the others the defaults.
+void AppendTcpTimeoutObject(NetlinkBatch& batch, uint8_t nf_family) {
+  batch.BeginMessage(TablesMessage(NFT_MSG_NEWOBJ), NLM_F_CREATE | NLM_F_ACK, nf_family);
+  batch.String(NFTA_OBJ_TABLE, kTable);
+  batch.String(NFTA_OBJ_NAME, kTcpTimeoutObject);
+  batch.U32(NFTA_OBJ_TYPE, NFT_OBJECT_CT_TIMEOUT);
+  const size_t data = batch.BeginNested(NFTA_OBJ_DATA);
+  const uint8_t tcp = IPPROTO_TCP;
+  batch.Attribute(NFTA_CT_TIMEOUT_L4PROTO, &tcp, sizeof(tcp));
+  const size_t timeouts = batch.BeginNested(NFTA_CT_TIMEOUT_DATA);
+  batch.U32(CTA_TIMEOUT_TCP_SYN_SENT, kSynSentSeconds);
+  batch.U32(CTA_TIMEOUT_TCP_TIME_WAIT, kTimeWaitSeconds);
+  batch.U32(CTA_TIMEOUT_TCP_CLOSE, kCloseSeconds);
+  batch.EndNested(timeouts);
+  batch.EndNested(data);
+  batch.EndMessage();
+}
+
+// `meta l4proto tcp ct timeout set "tcp_short_lived"` in the nat chain, which sees the first
+// packet of every connection once conntrack has made its (still unconfirmed) entry.
+void AppendSetTcpTimeouts(NetlinkBatch& batch, uint8_t nf_family) {
+  BeginRule(batch, nf_family, kChain);
+  const size_t expressions = batch.BeginNested(NFTA_RULE_EXPRESSIONS);
+  CompareL4Protocol(batch, IPPROTO_TCP, NFT_CMP_EQ);
+  Expression(batch, "objref", [&] {
+    batch.U32(NFTA_OBJREF_IMM_TYPE, NFT_OBJECT_CT_TIMEOUT);
+    batch.String(NFTA_OBJREF_IMM_NAME, kTcpTimeoutObject);
+  });
+  batch.EndNested(expressions);
+  batch.EndMessage();
+}
+
+// The table, nat chain (output hook) and rule of one family, appended to `batch`; with
+// `short_lived_tcp` the timeout object and its rule come first (the redirect ends the chain).
+void AppendRedirect(NetlinkBatch& batch, int family, uint16_t to_port, bool short_lived_tcp) {
   const uint8_t nf_family = family == AF_INET6 ? NFPROTO_IPV6 : NFPROTO_IPV4;
   batch.BeginMessage(TablesMessage(NFT_MSG_NEWTABLE), NLM_F_CREATE | NLM_F_ACK, nf_family);
   batch.String(NFTA_TABLE_NAME, kTable);
   batch.EndMessage();
 
   NewOutputChain(batch, nf_family, kChain, "nat", kNatOutputPriority);
+  if (short_lived_tcp) {
+    AppendTcpTimeoutObject(batch, nf_family);
+    AppendSetTcpTimeouts(batch, nf_family);
+  }
 
   BeginRule(batch, nf_family, kChain);
   const size_t expressions = batch.BeginNested(NFTA_RULE_EXPRESSIONS);
@@ -220,14 +265,14 @@ void AppendRedirect(NetlinkBatch& batch, int family, uint16_t to_port) {
 
 }  // namespace
 
-NetfilterBatch BuildRedirectBatch(bool with_ipv6, uint16_t to_port, Untracked untracked) {
+NetfilterBatch BuildRedirectBatch(bool with_ipv6, uint16_t to_port, Tracking tracking) {
   NetlinkBatch batch;
   batch.BeginMessage(NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
   batch.EndMessage();
   for (int family : {AF_INET, AF_INET6}) {
     if (family == AF_INET6 && !with_ipv6) break;
-    AppendRedirect(batch, family, to_port);
-    if (untracked == Untracked::kAllButTcp) AppendUntracked(batch, family);
+    AppendRedirect(batch, family, to_port, tracking == Tracking::kTcpShortLived);
+    if (tracking != Tracking::kEverything) AppendUntracked(batch, family);
   }
   batch.BeginMessage(NFNL_MSG_BATCH_END, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
   batch.EndMessage();
@@ -235,8 +280,9 @@ NetfilterBatch BuildRedirectBatch(bool with_ipv6, uint16_t to_port, Untracked un
 }
 
 RedirectBatches BuildRedirectBatches(bool with_ipv6, uint16_t to_port) {
-  return {BuildRedirectBatch(with_ipv6, to_port, Untracked::kAllButTcp),
-          BuildRedirectBatch(with_ipv6, to_port, Untracked::kNothing)};
+  return {BuildRedirectBatch(with_ipv6, to_port, Tracking::kTcpShortLived),
+          BuildRedirectBatch(with_ipv6, to_port, Tracking::kTcp),
+          BuildRedirectBatch(with_ipv6, to_port, Tracking::kEverything)};
 }
 
 namespace {
@@ -283,8 +329,10 @@ NetfilterOutcome InstallNetfilterBatch(const NetfilterBatch& batch) {
 }  // namespace
 
 NetfilterOutcome InstallRedirect(const RedirectBatches& batches) {
-  const NetfilterOutcome untracking = InstallNetfilterBatch(batches.untracking);
-  return untracking.rejected ? InstallNetfilterBatch(batches.redirect_only) : untracking;
+  NetfilterOutcome outcome = InstallNetfilterBatch(batches.short_lived);
+  if (outcome.rejected) outcome = InstallNetfilterBatch(batches.untracking);
+  if (outcome.rejected) outcome = InstallNetfilterBatch(batches.redirect_only);
+  return outcome;
 }
 
 }  // namespace sbx

@@ -29,29 +29,37 @@ struct NetfilterBatch {
   int acks = 0;
 };
 
-// What the redirect's batch also exempts from connection tracking. The NAT makes the kernel
-// track every flow of the namespace, and conntrack entries are kernel memory no cgroup is
-// charged for, up to nf_conntrack_max (262,144 here; read-only outside the host's namespace)
-// per namespace, each held for up to its protocol's timeout: code sending UDP to 20,000
-// addresses made 20,000 entries in 0.3 s. Only TCP needs tracking (netd reads a redirected
-// connection's original destination from it; its replies are translated back by it).
-enum class Untracked {
-  kAllButTcp,  // notrack for every protocol but TCP (what runs use)
-  kNothing,    // the redirect alone, every flow tracked (the tests' control)
+// How much connection tracking the redirect's batch leaves. The NAT makes the kernel track
+// every flow of the namespace, and conntrack entries are kernel memory no cgroup is charged
+// for, up to nf_conntrack_max (262,144 here; read-only outside the host's namespace) per
+// namespace, each held for up to its protocol's timeout: code sending UDP to 20,000 addresses
+// made 20,000 entries in 0.3 s. Only TCP needs tracking (netd reads a redirected connection's
+// original destination from it; its replies are translated back by it). And a TCP entry
+// outlives its connection by its state's timeout (TIME_WAIT 120 s, an unanswered SYN 120 s,
+// after a reset 10 s), so connecting and closing in a loop held one entry per connection for
+// minutes: the batch gives this namespace's TCP entries seconds in those states instead
+// (kTcpShortLived), through a ct timeout object; open and half-closed connections keep the
+// defaults, since their entries carry the redirect's NAT for as long as they last.
+enum class Tracking {
+  kTcpShortLived,  // notrack for all but TCP, TCP's closed states short-lived (what runs use)
+  kTcp,            // notrack for all but TCP (a kernel without ct timeout objects)
+  kEverything,     // the redirect alone, every flow tracked (a kernel without notrack)
 };
 
 // One netlink batch (one transaction: all of it or nothing) that redirects TCP to any
 // non-loopback IPv4 address, and with `with_ipv6` IPv6 too, to `to_port`: per family a table,
-// a nat chain on the output hook and its rule, and (kAllButTcp) a raw-priority chain whose
-// rule exempts all but TCP from conntrack.
+// a nat chain on the output hook and its rule, and per `tracking` a raw-priority chain whose
+// rule exempts all but TCP from conntrack and a ct timeout object that the nat chain sets on
+// every new TCP connection, loopback ones included.
 NetfilterBatch BuildRedirectBatch(bool with_ipv6, uint16_t to_port,
-                                  Untracked untracked = Untracked::kAllButTcp);
+                                  Tracking tracking = Tracking::kTcpShortLived);
 
-// What a child installs, in order of preference: the redirect with its notrack chain, and the
-// redirect alone for a kernel whose nf_tables lacks the notrack expression (nft_ct).
+// What a child installs, in order of preference (a kernel refuses a transaction whole when it
+// lacks one of its expressions or objects, and nothing of it is installed).
 struct RedirectBatches {
-  NetfilterBatch untracking;
-  NetfilterBatch redirect_only;
+  NetfilterBatch short_lived;    // Tracking::kTcpShortLived
+  NetfilterBatch untracking;     // Tracking::kTcp: no ct timeout objects (CONFIG_NF_CONNTRACK_TIMEOUT)
+  NetfilterBatch redirect_only;  // Tracking::kEverything: no notrack (nft_ct)
 };
 RedirectBatches BuildRedirectBatches(bool with_ipv6, uint16_t to_port);
 
@@ -61,8 +69,8 @@ struct NetfilterOutcome {
   // error without it (the answers could not be read) leaves the state unknown.
   bool rejected = false;
 };
-// Child: installs `batches.untracking`, or where the kernel refused it (nothing installed),
-// `batches.redirect_only`; the outcome is the last attempt's. Async-signal-safe.
+// Child: installs the first of `batches` the kernel accepts (a refused one installs nothing);
+// the outcome is the last attempt's. Async-signal-safe.
 NetfilterOutcome InstallRedirect(const RedirectBatches& batches);
 
 }  // namespace sbx

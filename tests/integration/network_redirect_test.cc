@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +46,8 @@ struct ChildReport {
   int loopback_connect = -1;  // 0 or errno: to the child's own listener on 127.0.0.1
   int loopback_accepted = 0;  // 1: that connection reached the child's listener, not ours
   long udp_tracked = -1;      // conntrack entries kUdpFlood datagrams added; -1: no count
+  long tcp_tracked = -1;      // live entries kTcpFlood closed loopback connections left
+  long tcp_left = -1;         // the same kTcpWaitSeconds later
 };
 
 // UDP datagrams the child sends, each to its own address: each would be a conntrack entry.
@@ -73,6 +76,55 @@ long TrackedUdpFlows() {
     (void)::sendto(sock.get(), "x", 1, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
   }
   return ConntrackCount() - before;
+}
+
+// TCP connections the child opens and closes on its own loopback server, each a conntrack
+// entry (loopback TCP is tracked), and how long it then waits before counting them again.
+constexpr int kTcpFlood = 300;
+constexpr int kTcpWaitSeconds = 4;
+
+// This namespace's live conntrack entries: the lines of /proc/net/nf_conntrack (listing them
+// also drops the expired ones, which the kernel's collector would only reach later); -1 when
+// the file is missing.
+long LiveConntrackEntries() {
+  UniqueFd file(::open("/proc/net/nf_conntrack", O_RDONLY | O_CLOEXEC));
+  if (!file) return -1;
+  long lines = 0;
+  char buffer[65536];
+  ssize_t got;
+  while ((got = ::read(file.get(), buffer, sizeof(buffer))) > 0) {
+    lines += std::count(buffer, buffer + got, '\n');
+  }
+  return lines;
+}
+
+// Opens and closes kTcpFlood connections to a loopback server of its own (client first, so
+// each ends in TIME_WAIT, 120 s by default), counts the entries at once and again
+// kTcpWaitSeconds later.
+void TrackClosedTcpConnections(ChildReport& report) {
+  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  if (!listener || ::bind(listener.get(), reinterpret_cast<sockaddr*>(&address), length) != 0 ||
+      ::listen(listener.get(), 64) != 0 ||
+      ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    return;
+  }
+  const long before = LiveConntrackEntries();
+  if (before < 0) return;
+  for (int i = 0; i < kTcpFlood; ++i) {
+    UniqueFd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!client || ::connect(client.get(), reinterpret_cast<sockaddr*>(&address), length) != 0) return;
+    UniqueFd server(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    client.reset();  // FIN first from the client: its side ends in TIME_WAIT
+    char byte;
+    (void)!::read(server.get(), &byte, 1);  // the FIN
+  }
+  report.tcp_tracked = LiveConntrackEntries() - before;
+  ::sleep(kTcpWaitSeconds);
+  report.tcp_left = LiveConntrackEntries() - before;
 }
 
 int ConnectTo(int family, const char* address, uint16_t port) {
@@ -115,7 +167,7 @@ void ProbeOwnLoopbackServer(ChildReport& report) {
   report.loopback_accepted = ::poll(&ready, 1, 2000) == 1 ? 1 : 0;
 }
 
-[[noreturn]] void Child(const CapturePlan& plan, int report_fd, int done_fd) {
+[[noreturn]] void Child(const CapturePlan& plan, bool track_tcp, int report_fd, int done_fd) {
   ChildReport report;
   ChildStep step{};
   int err = 0;
@@ -138,6 +190,7 @@ void ProbeOwnLoopbackServer(ChildReport& report) {
     }
     ProbeOwnLoopbackServer(report);
     report.udp_tracked = TrackedUdpFlows();
+    if (track_tcp) TrackClosedTcpConnections(report);
   }
   (void)!::write(report_fd, &report, sizeof(report));
   char byte;
@@ -182,16 +235,19 @@ NetfilterBatch BrokenBatch() {
 
 // Which batch the child sends for the redirect.
 enum class Batch {
-  kReal,          // what runs send
-  kTrackingAll,   // the redirect without its notrack chain (Untracked::kNothing)
-  kNoNotrack,     // the notrack batch refused, as a kernel without nft_ct refuses it
-  kRefused,       // every batch refused, as a kernel without nf_tables NAT does
+  kReal,            // what runs send
+  kShortLivedOnly,  // the short-lived TCP batch, and no fallback (refused: the kernel lacks it)
+  kNoTimeouts,      // notrack without the TCP timeouts (Tracking::kTcp)
+  kTrackingAll,     // the redirect alone (Tracking::kEverything)
+  kNoNotrack,       // the notrack batches refused, as a kernel without nft_ct refuses them
+  kRefused,         // every batch refused, as a kernel without nf_tables NAT does
 };
 
 // Starts the child with capture per `redirect` and per-port listeners on `tcp_ports` (the
 // fallback), and reads its report.
 void StartChild(RedirectMode redirect, CaptureRun& run,
-                const std::vector<uint16_t>& tcp_ports = {}, Batch batch = Batch::kReal) {
+                const std::vector<uint16_t>& tcp_ports = {}, Batch batch = Batch::kReal,
+                bool track_tcp = false) {
   int capture[2], report[2], done[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, capture), 0);
   ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
@@ -200,15 +256,19 @@ void StartChild(RedirectMode redirect, CaptureRun& run,
   CapturePlan plan = PrepareCapturePlan(tcp_ports, redirect, 0, capture[1]);
   // A batch the kernel refuses (a table with no name) stands for what a kernel without the
   // feature answers.
-  if (batch == Batch::kRefused) {
-    plan.redirect_both = {BrokenBatch(), BrokenBatch()};
-    plan.redirect_v4_only = {BrokenBatch(), BrokenBatch()};
-  } else if (batch == Batch::kTrackingAll) {
-    plan.redirect_both.untracking = plan.redirect_both.redirect_only;
-    plan.redirect_v4_only.untracking = plan.redirect_v4_only.redirect_only;
-  } else if (batch == Batch::kNoNotrack) {
-    plan.redirect_both.untracking = BrokenBatch();
-    plan.redirect_v4_only.untracking = BrokenBatch();
+  for (RedirectBatches* batches : {&plan.redirect_both, &plan.redirect_v4_only}) {
+    switch (batch) {
+      case Batch::kReal: break;
+      case Batch::kShortLivedOnly:
+        batches->untracking = batches->redirect_only = BrokenBatch();
+        break;
+      case Batch::kNoTimeouts: batches->short_lived = batches->untracking; break;
+      case Batch::kTrackingAll:
+        batches->short_lived = batches->untracking = batches->redirect_only;
+        break;
+      case Batch::kNoNotrack: batches->short_lived = batches->untracking = BrokenBatch(); break;
+      case Batch::kRefused: *batches = {BrokenBatch(), BrokenBatch(), BrokenBatch()}; break;
+    }
   }
   run.pid = ::fork();
   ASSERT_GE(run.pid, 0);
@@ -217,7 +277,7 @@ void StartChild(RedirectMode redirect, CaptureRun& run,
     ::close(done[1]);
     ::close(report[0]);
     ::close(capture[0]);
-    Child(plan, report[1], done[0]);
+    Child(plan, track_tcp, report[1], done[0]);
   }
   ::close(capture[1]);
   ::close(report[1]);
@@ -313,6 +373,31 @@ TEST(AllPortRedirect, OnlyTcpIsTrackedSoDatagramsCostTheKernelNoEntries) {
   ASSERT_EQ(without_notrack.report.setup_step, -1) << std::strerror(without_notrack.report.setup_err);
   EXPECT_EQ(without_notrack.report.v4_connect, 0) << std::strerror(without_notrack.report.v4_connect);
   EXPECT_GE(without_notrack.report.udp_tracked, kUdpFlood);
+}
+
+// A TCP entry outlives its connection by its state's timeout (TIME_WAIT: 120 s), so code that
+// connects and closes in a loop held an entry per connection for minutes. The redirect's
+// transaction makes those states last seconds in the sandbox's namespace. Control: the same
+// batch without the timeout object keeps every entry.
+TEST(AllPortRedirect, ClosedTcpConnectionsLeaveTheConntrackTableInSeconds) {
+  CaptureRun short_lived;
+  StartChild(RedirectMode::kRequired, short_lived, {}, Batch::kShortLivedOnly, true);
+  if (short_lived.report.setup_step == static_cast<int>(ChildStep::kNetworkRedirect)) {
+    GTEST_SKIP() << "the kernel refuses nf_tables ct timeout objects (or NAT) in network "
+                    "namespaces: " << std::strerror(short_lived.report.setup_err);
+  }
+  ASSERT_EQ(short_lived.report.setup_step, -1) << std::strerror(short_lived.report.setup_err);
+  ASSERT_NE(short_lived.report.tcp_tracked, -1) << "no /proc/net/nf_conntrack in the namespace";
+  EXPECT_GE(short_lived.report.tcp_tracked, kTcpFlood * 9 / 10);
+  EXPECT_LE(short_lived.report.tcp_left, kTcpFlood / 10);
+  // The redirect still works with the timeouts set.
+  EXPECT_EQ(short_lived.report.v4_connect, 0) << std::strerror(short_lived.report.v4_connect);
+
+  CaptureRun defaults;
+  StartChild(RedirectMode::kRequired, defaults, {}, Batch::kNoTimeouts, true);
+  ASSERT_EQ(defaults.report.setup_step, -1) << std::strerror(defaults.report.setup_err);
+  EXPECT_GE(defaults.report.tcp_tracked, kTcpFlood * 9 / 10);
+  EXPECT_GE(defaults.report.tcp_left, kTcpFlood * 9 / 10);
 }
 
 TEST(AllPortRedirect, WithoutTheKernelsNatPreferredFallsBackToListenersPerPortAndRequiredFails) {
