@@ -19,6 +19,7 @@
 #include <functional>
 
 #include "sandbox/cgroup.h"
+#include "sandbox/child_wait.h"
 #include "sandbox/network_redirect.h"
 
 namespace sbx {
@@ -30,8 +31,7 @@ bool InChild(const std::function<int()>& probe) {
   if (pid < 0) return false;
   if (pid == 0) ::_exit(probe());
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  if (WaitForChild(pid, &status) != pid) return false;
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 

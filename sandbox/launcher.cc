@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "sandbox/child_main.h"
+#include "sandbox/child_wait.h"
 #include "sandbox/environment.h"
 #include "sandbox/image_check.h"
 #include "sandbox/network_run.h"
@@ -245,9 +246,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   // 5. Id maps, "ids mapped", v1 cgroup placement, "cgroup placed". On failure the child is
   //    killed and reaped.
   auto abort_child = [&](const Error& error) -> Error {
-    ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    KillAndWaitForChild(pid, pidfd.get());
     return error;
   };
   auto tell_child = [&](char message) { return ::write(sync_parent.get(), &message, 1) == 1; };

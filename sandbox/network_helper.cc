@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sandbox/child_wait.h"
 #include "sandbox/fd_passing.h"
 #include "sandbox/fs_beneath.h"
 #include "sandbox/network_helper_protocol.h"
@@ -311,13 +312,7 @@ Result<NetworkSummary> NetworkHelper::Stop() {
 
 void NetworkHelper::KillAndReap() {
   if (reaped_ || pid_ <= 0) return;
-  // The pid is our unreaped child, so it cannot have been reused; nothing to kill if it has
-  // already exited.
-  if (waitpid(pid_, nullptr, WNOHANG) != pid_) {
-    kill(pid_, SIGKILL);
-    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-    }
-  }
+  KillAndWaitForChild(pid_, pidfd_.get());
   reaped_ = true;
 }
 

@@ -1,13 +1,12 @@
 // A detached thread per child to reap, and a count of those still running.
 #include "sandbox/reap_later.h"
 
-#include <sys/wait.h>
-
-#include <cerrno>
 #include <condition_variable>
 #include <mutex>
 #include <system_error>
 #include <thread>
+
+#include "sandbox/child_wait.h"
 
 namespace sbx {
 namespace {
@@ -24,11 +23,6 @@ Pending& pending() {
   return *instance;
 }
 
-void Reap(pid_t pid) {
-  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
-}
-
 }  // namespace
 
 void ReapLater(pid_t pid) {
@@ -38,7 +32,7 @@ void ReapLater(pid_t pid) {
     ++state.count;
   }
   auto reap_and_count = [&state, pid] {
-    Reap(pid);
+    WaitForChild(pid);
     std::lock_guard<std::mutex> lock(state.mutex);
     --state.count;
     state.done.notify_all();

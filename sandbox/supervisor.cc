@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <cmath>
 
+#include "sandbox/child_wait.h"
+
 namespace sbx {
 namespace {
 
@@ -70,10 +72,7 @@ void ReadReports(int fd, SupervisionOutcome& outcome, bool& open) {
 
 void ReapInit(const SupervisedChild& child, SupervisionOutcome& outcome) {
   struct rusage usage {};
-  pid_t reaped;
-  do {
-    reaped = ::wait4(child.pid, &outcome.init_status, 0, &usage);
-  } while (reaped < 0 && errno == EINTR);
+  const pid_t reaped = WaitForChild(child.pid, &outcome.init_status, &usage);
   outcome.init_exiting = false;
   if (reaped != child.pid || outcome.program_status) return;  // the init's report is as good
   outcome.cpu_us = CpuMicroseconds(usage);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/child_wait.h"
 #include "sandbox/error.h"
 #include "sandbox/image.h"
 
@@ -71,9 +72,7 @@ Result<int> RunAndWait(const std::vector<std::string>& args) {
     _exit(127);
   }
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return SysError(ErrorCode::kIo, "waitpid");
-  }
+  if (WaitForChild(pid, &status) != pid) return SysError(ErrorCode::kIo, "waitpid");
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + WTERMSIG(status);
 }

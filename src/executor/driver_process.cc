@@ -14,6 +14,7 @@
 #include <optional>
 #include <thread>
 
+#include "sandbox/child_wait.h"
 #include "sandbox/environment.h"
 
 namespace sbx::executor {
@@ -108,10 +109,14 @@ class LocalDriver final : public DriverProcess {
  private:
   void Reap() {
     if (reaped_) return;
-    while (::waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
+    // Wait for the exit without reaping: until the reap, the pid (so the group id) cannot be
+    // reused, so the SIGKILL reaches only whatever the driver left in its group.
+    siginfo_t info{};
+    while (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
     }
+    ::kill(-pid_, SIGKILL);
+    WaitForChild(pid_, &status_);
     reaped_ = true;
-    ::kill(-pid_, SIGKILL);  // whatever it left in its group
   }
 
   pid_t pid_;
@@ -169,9 +174,7 @@ Result<std::unique_ptr<DriverProcess>> StartLocalDriver(const std::vector<std::s
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   if (!pidfd) {
     int saved = errno;
-    ::kill(pid, SIGKILL);
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    KillAndWaitForChild(pid, -1);
     return SysError(ErrorCode::kUnavailable, "pidfd_open", saved);
   }
   return std::unique_ptr<DriverProcess>(new LocalDriver(std::move(sockets->host), pid, std::move(pidfd)));

@@ -78,6 +78,22 @@ long TrackedUdpFlows() {
   return ConntrackCount() - before;
 }
 
+// A listening TCP socket on 127.0.0.1, on a port the kernel picks (written to *address); -1
+// with errno on failure.
+int ListenOnLoopback(sockaddr_in* address) {
+  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  *address = sockaddr_in{};
+  address->sin_family = AF_INET;
+  address->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(*address);
+  if (!listener || ::bind(listener.get(), reinterpret_cast<sockaddr*>(address), length) != 0 ||
+      ::listen(listener.get(), 64) != 0 ||
+      ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(address), &length) != 0) {
+    return -1;
+  }
+  return listener.release();
+}
+
 // TCP connections the child opens and closes on its own loopback server, each a conntrack
 // entry (loopback TCP is tracked), and how long it then waits before counting them again.
 constexpr int kTcpFlood = 300;
@@ -102,16 +118,10 @@ long LiveConntrackEntries() {
 // each ends in TIME_WAIT, 120 s by default), counts the entries at once and again
 // kTcpWaitSeconds later.
 void TrackClosedTcpConnections(ChildReport& report) {
-  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  if (!listener || ::bind(listener.get(), reinterpret_cast<sockaddr*>(&address), length) != 0 ||
-      ::listen(listener.get(), 64) != 0 ||
-      ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    return;
-  }
+  UniqueFd listener(ListenOnLoopback(&address));
+  if (!listener) return;
+  const socklen_t length = sizeof(address);
   const long before = LiveConntrackEntries();
   if (before < 0) return;
   for (int i = 0; i < kTcpFlood; ++i) {
@@ -151,14 +161,10 @@ int ConnectTo(int family, const char* address, uint16_t port) {
 
 // A code's own server on loopback: the redirect must leave it reachable.
 void ProbeOwnLoopbackServer(ChildReport& report) {
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  if (::bind(listener, reinterpret_cast<sockaddr*>(&address), length) != 0 ||
-      ::listen(listener, 4) != 0 ||
-      ::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+  // Left open: the child keeps its connections until the test is done.
+  const int listener = ListenOnLoopback(&address);
+  if (listener < 0) {
     report.loopback_connect = errno;
     return;
   }
