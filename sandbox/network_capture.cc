@@ -134,7 +134,7 @@ int BindDns(int family) {
   if (fd < 0) return -errno;
   int one = 1, ok = 0;
   if (family == AF_INET6) ok = ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-  if (ok == 0) ok = BindAny(fd, family, 53);
+  if (ok == 0) ok = BindAny(fd, family, kDnsPort);
   return KeepOrClose(fd, ok);
 }
 
@@ -189,49 +189,38 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
     }
     redirected = installed.err == 0;
   }
-  // The entries live on this stack: at most the ports' count (bounded by the policy) + 2.
+  // The entries live on this stack: at most the ports' count (bounded by the policy) + 4.
   constexpr size_t kMaxEntries = 1024;
   if (plan.SocketCount() > kMaxEntries) return Fail(ChildStep::kNetworkCapture, E2BIG, failed_step);
   WireEntry entries[kMaxEntries];
   size_t count = 0;
   int err = 0;
-  for (uint16_t port : plan.tcp_ports) {
-    if (redirected) break;  // the redirect takes every port
-    int fd = ListenTcp(port);
+  // Keeps a socket and its entry; a negative errno instead of a socket is the first error.
+  auto keep = [&](int fd, CaptureKind kind, uint16_t port) {
     if (fd < 0) {
       err = -fd;
-      break;
+      return false;
     }
     plan.fds[count] = fd;
-    entries[count++] = {CaptureKind::kTcp, 0, port};
-  }
-  if (err == 0 && redirected) {
-    int fd = ListenTcp(kRedirectCapturePort);
-    if (fd < 0) {
-      err = -fd;
-    } else {
-      plan.fds[count] = fd;
-      entries[count++] = {CaptureKind::kRedirect, 0, kRedirectCapturePort};
+    entries[count++] = {kind, 0, port};
+    return true;
+  };
+  if (!redirected) {
+    for (uint16_t port : plan.tcp_ports) {
+      if (!keep(ListenTcp(port), CaptureKind::kTcp, port)) break;
     }
+  } else if (keep(ListenTcp(kRedirectCapturePort), CaptureKind::kRedirect, kRedirectCapturePort)) {
+    // DNS over TCP to the resolver resolv.conf names, 127.0.0.1, which the redirect leaves
+    // alone (other addresses' port 53 reaches netd through the redirect; without it, port 53
+    // is one of tcp_ports).
+    keep(ListenTcp(kDnsPort), CaptureKind::kTcp, kDnsPort);
   }
   if (err == 0 && plan.proxy_port != 0) {
-    int fd = ListenProxy(plan.proxy_port);
-    if (fd < 0) {
-      err = -fd;
-    } else {
-      plan.fds[count] = fd;
-      entries[count++] = {CaptureKind::kProxy, 0, plan.proxy_port};
-    }
+    keep(ListenProxy(plan.proxy_port), CaptureKind::kProxy, plan.proxy_port);
   }
   for (int family : {AF_INET, AF_INET6}) {
     if (err != 0 || (family == AF_INET6 && !have_v6)) break;
-    int fd = BindDns(family);
-    if (fd < 0) {
-      err = -fd;
-      break;
-    }
-    plan.fds[count] = fd;
-    entries[count++] = {CaptureKind::kUdp, 0, 53};
+    keep(BindDns(family), CaptureKind::kUdp, kDnsPort);
   }
   if (err == 0) err = SendBatches(plan.send_fd, plan.fds.data(), entries, count);
   for (size_t i = 0; i < count; ++i) ::close(plan.fds[i]);
@@ -281,18 +270,23 @@ std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int 
   }
   // Anything short of the complete, expected set is no capture at all: the run must not start
   // with a port silently uncaptured.
-  size_t tcp = 0, redirect = 0, proxy = 0, unknown = 0;
+  size_t tcp = 0, tcp_dns = 0, redirect = 0, proxy = 0, unknown = 0;
   for (const auto& socket : sockets) {
     switch (socket.kind) {
-      case CaptureKind::kTcp: ++tcp; break;
+      case CaptureKind::kTcp:
+        ++tcp;
+        if (socket.port == kDnsPort) ++tcp_dns;
+        break;
       case CaptureKind::kRedirect: ++redirect; break;
       case CaptureKind::kProxy: ++proxy; break;
       case CaptureKind::kUdp: break;
       default: ++unknown;  // a kind byte our child never sends
     }
   }
-  // Either mode, whole: the redirect alone, or (when the plan allows it) every listed port.
-  const bool redirect_set = redirect == 1 && tcp == 0 && plan.redirect != RedirectMode::kOff;
+  // Either mode, whole: the redirect and DNS over TCP's listener, or (when the plan allows it)
+  // every listed port.
+  const bool redirect_set =
+      redirect == 1 && tcp == 1 && tcp_dns == 1 && plan.redirect != RedirectMode::kOff;
   const bool per_port_set = redirect == 0 && tcp == plan.tcp_ports.size() &&
                             plan.redirect != RedirectMode::kRequired;
   const size_t expected_proxy = plan.proxy_port != 0 ? 1 : 0;

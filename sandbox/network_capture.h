@@ -28,10 +28,11 @@ enum class RedirectMode {
   kRequired,   // the redirect or no run (a `*` port in the policy)
 };
 
-// What the child binds, in the order the fds are sent: the nf_tables redirect and one
-// dual-stack listener on kRedirectCapturePort, or (redirect off or unavailable) one dual-stack
-// TCP listener per port of tcp_ports; the proxy's TCP listener on 127.0.0.1:proxy_port
-// (proxy_env only), then UDP 53 on 0.0.0.0 and (when the kernel has IPv6) on [::].
+// What the child binds, in the order the fds are sent: the nf_tables redirect, one dual-stack
+// listener on kRedirectCapturePort and one on kDnsPort (DNS over TCP to loopback), or
+// (redirect off or unavailable) one dual-stack TCP listener per port of tcp_ports; the proxy's
+// TCP listener on 127.0.0.1:proxy_port (proxy_env only), then UDP 53 on 0.0.0.0 and (when the
+// kernel has IPv6) on [::].
 struct CapturePlan {
   bool enabled = false;
   std::vector<uint16_t> tcp_ports;
@@ -45,7 +46,7 @@ struct CapturePlan {
   mutable std::vector<int> fds;
 
   size_t SocketCount() const {
-    return tcp_ports.size() + (redirect != RedirectMode::kOff ? 1 : 0) +
+    return tcp_ports.size() + (redirect != RedirectMode::kOff ? 2 : 0) +
            (proxy_port != 0 ? 1 : 0) + 2;
   }
 };

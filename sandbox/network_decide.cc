@@ -3,6 +3,7 @@
 #include <bitset>
 #include <set>
 
+#include "sandbox/network_helper_protocol.h"
 #include "sandbox/network_proxy_env.h"
 #include "sandbox/network_rules.h"
 #include "sandbox/network_rules_internal.h"
@@ -82,7 +83,7 @@ NetworkDecision Decide(const NetworkAllowlist& policy, HostMatches host_matches,
 
 std::set<uint16_t> FixedCapturePorts() {
   std::set<uint16_t> ports(std::begin(kAuditOnlyPorts), std::end(kAuditOnlyPorts));
-  ports.insert({80, 443});
+  ports.insert({kDnsPort, 80, 443});  // DNS over TCP, which sbx-netd's stub answers itself
   return ports;
 }
 

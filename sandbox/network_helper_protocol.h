@@ -71,6 +71,9 @@
 namespace sbx {
 
 // What one capture socket is (step 3's "proto").
+// The stub DNS's port, on UDP and TCP (sbx-netd answers TCP 53 itself, never relays it).
+inline constexpr uint16_t kDnsPort = 53;
+
 enum class CaptureKind : uint8_t {
   kTcp,       // a listener on `port`: the accepted socket's local address is the destination
   kRedirect,  // the all-port listener: the destination is the connection's SO_ORIGINAL_DST

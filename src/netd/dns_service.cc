@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "src/netd/dns_message.h"
 #include "src/netd/dns_responder.h"
@@ -60,6 +61,20 @@ bool TakeDestination(msghdr& message, bool v6, Control& reply_control, msghdr& r
 }
 
 }  // namespace
+
+std::vector<uint8_t> AnswerAndRecord(std::span<const uint8_t> query, NetdContext& context) {
+  DnsOutcome outcome = AnswerDnsQuery(query, context.policy, context.pool);
+  if (outcome.record) {
+    context.counters.CountDnsQuery();
+    if (outcome.record->allowed) {
+      context.counters.CountAllowed();
+    } else {
+      context.counters.CountDenied(outcome.record->qname);
+    }
+    context.log.LogDns(*outcome.record);
+  }
+  return std::move(outcome.reply);
+}
 
 Result<void> DnsService::Start(UniqueFd fd) {
   sockaddr_storage local{};
@@ -117,21 +132,11 @@ void DnsService::AnswerPending() {
     if (size < 0) return;  // EAGAIN: all read; other errors (ICMP) are the client's
     // A truncated datagram is larger than any stub query: not answered.
     if (message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) continue;
-    DnsOutcome outcome =
-        AnswerDnsQuery({packet, static_cast<size_t>(size)}, context_.policy, context_.pool);
-    if (outcome.record) {
-      context_.counters.CountDnsQuery();
-      if (outcome.record->allowed) {
-        context_.counters.CountAllowed();
-      } else {
-        context_.counters.CountDenied(outcome.record->qname);
-      }
-      context_.log.LogDns(*outcome.record);
-    }
-    if (outcome.reply.empty()) continue;
+    std::vector<uint8_t> answer = AnswerAndRecord({packet, static_cast<size_t>(size)}, context_);
+    if (answer.empty()) continue;
     Control reply_control;
     msghdr reply{};
-    iovec reply_iov{outcome.reply.data(), outcome.reply.size()};
+    iovec reply_iov{answer.data(), answer.size()};
     reply.msg_name = &peer;
     reply.msg_namelen = message.msg_namelen;
     reply.msg_iov = &reply_iov;

@@ -6,6 +6,10 @@
 // 8.8.8.8:53 lands on the 0.0.0.0:53 socket, and the client only accepts an answer from 8.8.8.8.
 #pragma once
 
+#include <cstdint>
+#include <span>
+#include <vector>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 
@@ -14,6 +18,10 @@
 #include "src/netd/netd_context.h"
 
 namespace sbx::netd {
+
+// The stub's reply to one query packet (empty: none is due), the query logged and counted.
+// UDP and TCP (dns_tcp_session.h) both answer through it.
+std::vector<uint8_t> AnswerAndRecord(std::span<const uint8_t> query, NetdContext& context);
 
 class DnsService {
  public:

@@ -94,6 +94,7 @@ void NetdServer::OnAccepted(boost::asio::ip::tcp::socket socket, CaptureKind kin
     ResetAndClose(socket);
     return;
   }
+  if (dst->port == kDnsPort && kind != CaptureKind::kProxy) return ServeDnsOverTcp(std::move(socket));
   std::optional<std::string> refuse;
   if (connections_.size() >= context_.policy.limits.max_connections) refuse = "limit_connections";
   auto connection = std::make_shared<TcpConnection>(
@@ -102,6 +103,19 @@ void NetdServer::OnAccepted(boost::asio::ip::tcp::socket socket, CaptureKind kin
       kind == CaptureKind::kProxy);
   connections_.emplace(connection.get(), connection);
   connection->Start();
+}
+
+void NetdServer::ServeDnsOverTcp(boost::asio::ip::tcp::socket socket) {
+  // Bounded like relayed connections, and apart from them: a resolver's retries must not use
+  // up the connections the code is allowed.
+  if (dns_sessions_.size() >= context_.policy.limits.max_connections) {
+    ResetAndClose(socket);
+    return;
+  }
+  auto session = std::make_shared<DnsTcpSession>(
+      context_, std::move(socket), [this](DnsTcpSession* closed) { dns_sessions_.erase(closed); });
+  dns_sessions_.emplace(session.get(), session);
+  session->Start();
 }
 
 void NetdServer::Stop() {
@@ -116,6 +130,9 @@ void NetdServer::Stop() {
   std::vector<std::shared_ptr<TcpConnection>> live;
   for (auto& [pointer, connection] : connections_) live.push_back(connection);
   for (auto& connection : live) connection->Stop();
+  std::vector<std::shared_ptr<DnsTcpSession>> sessions;
+  for (auto& [pointer, session] : dns_sessions_) sessions.push_back(session);
+  for (auto& session : sessions) session->Stop();
 }
 
 }  // namespace sbx::netd

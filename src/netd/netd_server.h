@@ -1,6 +1,7 @@
 // sbx-netd's serving half: the sandbox's capture sockets on one single-threaded io_context.
 // UDP sockets are the stub DNS (dns_service.h); each TCP listener accepts connections and
-// hands each to a TcpConnection, within the run's max_connections.
+// hands each to a TcpConnection, within the run's max_connections; a connection to port 53 is
+// DNS over TCP, answered by the same stub (dns_tcp_session.h), never relayed.
 //
 // Usage: AddCapture() for every socket the runner sent, Start(), io_context::run(); Stop()
 // closes the listeners and ends every connection (relayed ones are logged with end "stop"), so
@@ -20,6 +21,7 @@
 #include "sandbox/network_helper_protocol.h"
 #include "sandbox/unique_fd.h"
 #include "src/netd/dns_service.h"
+#include "src/netd/dns_tcp_session.h"
 #include "src/netd/netd_context.h"
 #include "src/netd/tcp_connection.h"
 
@@ -47,12 +49,14 @@ class NetdServer {
 
   void Accept(Listener& listener);
   void OnAccepted(boost::asio::ip::tcp::socket socket, CaptureKind kind);
+  void ServeDnsOverTcp(boost::asio::ip::tcp::socket socket);
 
   boost::asio::io_context& io_;
   NetdContext& context_;
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::vector<std::unique_ptr<DnsService>> dns_;
   std::unordered_map<TcpConnection*, std::shared_ptr<TcpConnection>> connections_;
+  std::unordered_map<DnsTcpSession*, std::shared_ptr<DnsTcpSession>> dns_sessions_;
   bool stopped_ = false;
 };
 

@@ -1,5 +1,5 @@
-// Network allowlist, ways around it (network-design.md §5): UDP and QUIC, DNS exfiltration,
-// DNS over TLS and HTTPS, undoing the capture from inside, and the connection limit.
+// Network allowlist, ways around it (network-design.md §5): UDP and QUIC, DNS exfiltration
+// (over UDP and TCP), DNS over TLS and HTTPS, undoing the capture from inside, and the connection limit.
 #include <random>
 #include <string>
 #include <vector>
@@ -78,6 +78,36 @@ TEST_F(NetworkAllowlist, Net22DnsExfiltrationNeverLeaves) {
   auto log = ReadAuditLog(run.result);
   for (const auto& name : names) ExpectRecord(log, DnsDenied(name));
   ExpectNetworkSummary(run.result, 0, kNames);
+}
+
+// Resolvers fall back to TCP (`options use-vc`, `dig +tcp`, a truncated answer): the stub
+// answers there too, from policy, and forwards nothing.
+TEST_F(NetworkAllowlist, Net29DnsOverTcpIsAnsweredByTheStubAndNeverForwarded) {
+  const auto exfil = ExfilNames(1)[0];
+  const std::vector<std::string> probe = {"dns", "--tcp", "pypi.test/A", exfil + "/A",
+                                          "pypi.test/AAAA"};
+  auto control = Control(probe);
+  ASSERT_EQ(control.probe["answers"].size(), 3u) << control.diagnostics;
+  for (const auto& answer : control.probe["answers"]) {
+    EXPECT_EQ(Int(answer, "ancount"), 1) << "the internet's resolver answers: " << answer.dump();
+  }
+  EXPECT_EQ(CountEvents(control.events, {.kind = "dns"}), 3u) << control.diagnostics;
+  SBX_NET_SANDBOXED_HALF();
+  auto run = Sandboxed(Allowlist({"pypi.test"}), probe);
+  ASSERT_TRUE(run.ran);
+  const auto& answers = run.probe["answers"];
+  ASSERT_EQ(answers.size(), 3u) << run.diagnostics;
+  EXPECT_EQ(Int(answers[0], "rcode"), 0) << answers[0].dump();
+  EXPECT_EQ(Int(answers[0], "ancount"), 1) << "the allowed name's fake address: " << answers[0].dump();
+  EXPECT_EQ(Int(answers[1], "rcode"), 3) << "NXDOMAIN: " << answers[1].dump();
+  EXPECT_EQ(Int(answers[2], "rcode"), 0) << answers[2].dump();
+  EXPECT_EQ(Int(answers[2], "ancount"), 0) << "NODATA for AAAA, as over UDP: " << answers[2].dump();
+  EXPECT_EQ(CountEvents(run.events, {.kind = "dns"}), 0u) << "the stub must never forward";
+  auto log = ReadAuditLog(run.result);
+  ExpectRecord(log, DnsAllowed("pypi.test", "allow[0]"));
+  ExpectRecord(log, DnsDenied(exfil));
+  ExpectNoRecord(log, ConnDenied("no_rule", Endpoint(kDns, 53)));
+  ExpectNetworkSummary(run.result, 2, 1, exfil);  // A and AAAA of pypi.test
 }
 
 TEST_F(NetworkAllowlist, Net23DnsOverTlsAndHttpsAreRefused) {

@@ -392,9 +392,33 @@ def first_nameserver():
     return "127.0.0.1"
 
 
+def dns_over_tcp(server, queries):
+    """`queries` ("name/TYPE") in order on one TCP connection to `server`:53 (RFC 7766 framing)."""
+    answers = []
+    start = time.monotonic()
+    try:
+        with socket.create_connection((server, 53), timeout=3) as sock, sock.makefile("rb") as replies:
+            for spec in queries:
+                qname, qtype = spec.split("/")
+                query_id, query = dns_query(qname, qtype)
+                sock.sendall(struct.pack("!H", len(query)) + query)
+                length = struct.unpack("!H", replies.read(2))[0]  # struct.error when cut short
+                reply = replies.read(length)
+                if len(reply) != length or struct.unpack("!H", reply[:2])[0] != query_id:
+                    raise ValueError("a short reply, or not the query's")
+                answers.append(dict(dns_summary(qname, qtype, reply), ms=ms_since(start)))
+                start = time.monotonic()
+    except (OSError, ValueError, struct.error) as e:
+        answers.append(describe(e, ms=ms_since(start)))
+    return {"server": server, "transport": "tcp", "answers": answers}
+
+
 def probe_dns(args):
-    """Raw queries ("name/TYPE") to the first nameserver of /etc/resolv.conf, one at a time."""
+    """Raw queries ("name/TYPE") to the first nameserver of /etc/resolv.conf, one at a time;
+    with --tcp all on one TCP connection."""
     server = first_nameserver()
+    if args.tcp:
+        return dns_over_tcp(server, args.queries)
     answers = []
     for spec in args.queries:
         qname, qtype = spec.split("/")
@@ -575,6 +599,7 @@ def main():
     p.add_argument("--data", help="the first request is a POST of this text")
     p = sub.add_parser("dns")
     p.add_argument("queries", nargs="+")
+    p.add_argument("--tcp", action="store_true")
     p = sub.add_parser("doh")
     p.add_argument("url")
     p.add_argument("--qname", required=True)

@@ -282,12 +282,14 @@ def serve_connection(conn, peer, service, ctx):
         elif s["proto"] == "banner":
             conn.sendall(f"{s['banner']} {s['name']}\r\n".encode())
             conn.recv(1)  # until the client closes or the timeout
-        elif s["proto"] == "dot":
-            length = struct.unpack("!H", recv_exact(conn, 2))[0]
-            reply, question = ctx["zone"].answer(recv_exact(conn, length))
-            events.log(kind="dns", server=s["name"], addr=s["addr"], port=s["port"],
-                       transport="tls", qname=question[0], qtype=question[1])
-            conn.sendall(struct.pack("!H", len(reply)) + reply)
+        elif s["proto"] in ("dot", "dns-tcp"):
+            while True:  # queries in order on one connection, until the client closes
+                length = struct.unpack("!H", recv_exact(conn, 2))[0]
+                reply, question = ctx["zone"].answer(recv_exact(conn, length))
+                events.log(kind="dns", server=s["name"], addr=s["addr"], port=s["port"],
+                           transport="tls" if s["proto"] == "dot" else "tcp",
+                           qname=question[0], qtype=question[1])
+                conn.sendall(struct.pack("!H", len(reply)) + reply)
     except (OSError, ssl.SSLError, ValueError):
         pass
     finally:
@@ -338,6 +340,8 @@ def services(config):
         dns = config["dns"]
         out.append((listen("udp", dns["addr"], 53),
                     {"proto": "dns", "name": dns["name"], "addr": dns["addr"], "port": 53}))
+        out.append((listen("tcp", dns["addr"], 53),
+                    {"proto": "dns-tcp", "name": dns["name"], "addr": dns["addr"], "port": 53}))
         out.append((listen("tcp", dns["addr"], dns["dot_port"]),
                     {"proto": "dot", "name": dns["name"], "addr": dns["addr"],
                      "port": dns["dot_port"],

@@ -49,26 +49,29 @@ size_t Receive(const CapturePlan& plan, const std::vector<Entry>& entries) {
 }
 
 TEST(CaptureHandOver, TakesOnlyAWholeSetOfOneOfThePlansModes) {
-  const std::vector<uint16_t> ports = {80, 443};
+  const std::vector<uint16_t> ports = {53, 80, 443};
   const Entry redirect{CaptureKind::kRedirect, 0, 1};
+  const Entry tcp_dns{CaptureKind::kTcp, 0, 53};
   const Entry http{CaptureKind::kTcp, 0, 80}, https{CaptureKind::kTcp, 0, 443};
   const Entry dns{CaptureKind::kUdp, 0, 53};
   const CapturePlan preferred = PrepareCapturePlan(ports, RedirectMode::kPreferred, 0, -1);
   const CapturePlan required = PrepareCapturePlan(ports, RedirectMode::kRequired, 0, -1);
   const CapturePlan off = PrepareCapturePlan(ports, RedirectMode::kOff, 0, -1);
 
-  EXPECT_EQ(Receive(preferred, {redirect, dns}), 2u) << "the redirect";
-  EXPECT_EQ(Receive(preferred, {http, https, dns}), 3u) << "the fallback";
-  EXPECT_EQ(Receive(required, {redirect, dns}), 2u);
-  EXPECT_EQ(Receive(off, {http, https, dns}), 3u);
+  EXPECT_EQ(Receive(preferred, {redirect, tcp_dns, dns}), 3u) << "the redirect";
+  EXPECT_EQ(Receive(preferred, {tcp_dns, http, https, dns}), 4u) << "the fallback";
+  EXPECT_EQ(Receive(required, {redirect, tcp_dns, dns}), 3u);
+  EXPECT_EQ(Receive(off, {tcp_dns, http, https, dns}), 4u);
 
+  EXPECT_EQ(Receive(preferred, {redirect, dns}), 0u) << "the redirect without DNS over TCP";
   EXPECT_EQ(Receive(preferred, {redirect, http, dns}), 0u) << "a mixed set";
-  EXPECT_EQ(Receive(preferred, {redirect, redirect, dns}), 0u) << "two redirect listeners";
-  EXPECT_EQ(Receive(preferred, {http, dns}), 0u) << "a port missing";
-  EXPECT_EQ(Receive(required, {http, https, dns}), 0u) << "ports where only the redirect will do";
-  EXPECT_EQ(Receive(off, {redirect, dns}), 0u) << "a redirect the plan did not ask for";
-  EXPECT_EQ(Receive(preferred, {redirect}), 0u) << "no DNS";
-  EXPECT_EQ(Receive(preferred, {{static_cast<CaptureKind>(9), 0, 1}, redirect, dns}), 0u)
+  EXPECT_EQ(Receive(preferred, {redirect, redirect, tcp_dns, dns}), 0u) << "two redirect listeners";
+  EXPECT_EQ(Receive(preferred, {tcp_dns, http, dns}), 0u) << "a port missing";
+  EXPECT_EQ(Receive(required, {tcp_dns, http, https, dns}), 0u)
+      << "ports where only the redirect will do";
+  EXPECT_EQ(Receive(off, {redirect, tcp_dns, dns}), 0u) << "a redirect the plan did not ask for";
+  EXPECT_EQ(Receive(preferred, {redirect, tcp_dns}), 0u) << "no DNS";
+  EXPECT_EQ(Receive(preferred, {{static_cast<CaptureKind>(9), 0, 1}, redirect, tcp_dns, dns}), 0u)
       << "an unknown kind";
 }
 

@@ -399,12 +399,12 @@ TEST(NormalizeHostName, LowerCasesAndStripsOneDot) {
 TEST(CapturePorts, FixedAuditAndRulePortsSortedUnique) {
   NetworkAllowlist policy;
   EXPECT_EQ(CapturePorts(policy),
-            (std::vector<uint16_t>{22, 25, 80, 443, 853, 3306, 5432, 6379, 8000, 8080, 8443}));
+            (std::vector<uint16_t>{22, 25, 53, 80, 443, 853, 3306, 5432, 6379, 8000, 8080, 8443}));
   policy.allow = {Rule("github.com:22,443"), Rule("x.example:9000-9002"), Rule("y.example:1")};
   policy.allow_private = {Rule("10.20.0.0/16:8443,7000")};
   policy.deny = {Rule("z.example:5000", DefaultPorts::kAll)};
   EXPECT_EQ(CapturePorts(policy),
-            (std::vector<uint16_t>{1, 22, 25, 80, 443, 853, 3306, 5432, 6379, 7000, 8000, 8080,
+            (std::vector<uint16_t>{1, 22, 25, 53, 80, 443, 853, 3306, 5432, 6379, 7000, 8000, 8080,
                                    8443, 9000, 9001, 9002}));
   EXPECT_TRUE(CheckCapturePorts(policy, "network"));
 }
@@ -440,8 +440,8 @@ TEST(CapturePorts, TooWideOrTheProxyPortIsRefusedNamingTheRule) {
       << proxy.error().message;
   policy.proxy_env = false;
 
-  // 11 fixed ports + 501 = 512 is the most; one more is refused.
-  policy.allow = {Rule("pypi.org"), Rule("x.example:10000-10500")};
+  // 12 fixed ports + 500 = 512 is the most; one more is refused.
+  policy.allow = {Rule("pypi.org"), Rule("x.example:10000-10499")};
   EXPECT_TRUE(CheckCapturePorts(policy, "network"));
   policy.allow_private = {Rule("10.0.0.0/8:20000")};
   auto wide = CheckCapturePorts(policy, "network");
