@@ -19,9 +19,10 @@ pid_t WaitForChild(pid_t pid, int* status, struct rusage* usage) {
 }
 
 void KillAndWaitForChild(pid_t pid, int pidfd) {
-  if (pidfd >= 0) {
-    ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
-  } else {
+  // ESRCH: it has exited already. Any other failure falls back to the pid, which is still
+  // ours: the wait below must not block on a child that was never signalled.
+  if (pidfd < 0 ||
+      (::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) != 0 && errno != ESRCH)) {
     ::kill(pid, SIGKILL);
   }
   WaitForChild(pid);

@@ -88,7 +88,9 @@ class LocalDriver final : public DriverProcess {
 
   void Stop() override {
     if (reaped_) return;
-    // The pid is our unreaped child, so the group it leads cannot have been reused.
+    // The pid is our unreaped child, so the group it leads cannot have been reused. The
+    // driver itself by its pidfd too: until its setsid() there is no such group yet.
+    ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
     ::kill(-pid_, SIGKILL);
     Reap();
   }

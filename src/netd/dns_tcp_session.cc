@@ -22,7 +22,10 @@ DnsTcpSession::DnsTcpSession(NetdContext& context, boost::asio::ip::tcp::socket 
 void DnsTcpSession::ExpectBytes() {
   idle_.expires_after(SteadySeconds(kDnsTcpIdleSeconds));
   idle_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (!ec) self->Close(true);
+    // A cancel cannot recall a handler already queued: only an expiry still due ends the session.
+    if (!ec && self->idle_.expiry() <= boost::asio::steady_timer::clock_type::now()) {
+      self->Close(true);
+    }
   });
 }
 

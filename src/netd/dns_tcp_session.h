@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,6 +24,9 @@
 namespace sbx::netd {
 
 inline constexpr int kDnsTcpMaxQueries = 64;
+// Sessions open at once; more are reset (a resolver needs one or two; each holds a descriptor
+// of netd's, which the run's relayed connections need).
+inline constexpr size_t kDnsTcpMaxSessions = 16;
 inline constexpr double kDnsTcpIdleSeconds = 10.0;
 
 class DnsTcpSession : public std::enable_shared_from_this<DnsTcpSession> {

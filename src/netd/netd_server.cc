@@ -106,9 +106,9 @@ void NetdServer::OnAccepted(boost::asio::ip::tcp::socket socket, CaptureKind kin
 }
 
 void NetdServer::ServeDnsOverTcp(boost::asio::ip::tcp::socket socket) {
-  // Bounded like relayed connections, and apart from them: a resolver's retries must not use
-  // up the connections the code is allowed.
-  if (dns_sessions_.size() >= context_.policy.limits.max_connections) {
+  // Bounded apart from relayed connections: a resolver's retries must not use up the
+  // connections the code is allowed.
+  if (dns_sessions_.size() >= kDnsTcpMaxSessions) {
     ResetAndClose(socket);
     return;
   }

@@ -11,6 +11,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 
+#include "sandbox/network_helper_protocol.h"
 #include "src/netd/http_inject.h"
 #include "src/netd/mitm_context.h"
 #include "src/netd/proxy_request.h"
@@ -94,6 +95,9 @@ void TcpConnection::OnProxyHead(boost::system::error_code ec) {
     destination_.name = request.name;
     destination_.name_src = "proxy";
   }
+  // Port 53 is the stub's (dns_tcp_session.h): no rule relays it to a resolver, which would
+  // carry DNS tunnels, through the proxy either.
+  if (request.port == kDnsPort) return Refuse("port");
   // A placeholder in the proxy request (a Proxy-Authorization, say) is sent in the clear: a
   // leak, whatever the target.
   if (context_.mitm) {

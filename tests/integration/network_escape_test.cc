@@ -81,11 +81,13 @@ TEST_F(NetworkAllowlist, Net22DnsExfiltrationNeverLeaves) {
 }
 
 // Resolvers fall back to TCP (`options use-vc`, `dig +tcp`, a truncated answer): the stub
-// answers there too, from policy, and forwards nothing.
+// answers there too, from policy, and forwards nothing: at resolv.conf's 127.0.0.1 (the
+// listener beside the redirect) and at any other address's port 53 (through the redirect).
 TEST_F(NetworkAllowlist, Net29DnsOverTcpIsAnsweredByTheStubAndNeverForwarded) {
   const auto exfil = ExfilNames(1)[0];
-  const std::vector<std::string> probe = {"dns", "--tcp", "pypi.test/A", exfil + "/A",
-                                          "pypi.test/AAAA"};
+  const std::vector<std::string> queries = {"pypi.test/A", exfil + "/A", "pypi.test/AAAA"};
+  std::vector<std::string> probe = {"dns", "--tcp"};
+  probe.insert(probe.end(), queries.begin(), queries.end());
   auto control = Control(probe);
   ASSERT_EQ(control.probe["answers"].size(), 3u) << control.diagnostics;
   for (const auto& answer : control.probe["answers"]) {
@@ -93,21 +95,27 @@ TEST_F(NetworkAllowlist, Net29DnsOverTcpIsAnsweredByTheStubAndNeverForwarded) {
   }
   EXPECT_EQ(CountEvents(control.events, {.kind = "dns"}), 3u) << control.diagnostics;
   SBX_NET_SANDBOXED_HALF();
-  auto run = Sandboxed(Allowlist({"pypi.test"}), probe);
-  ASSERT_TRUE(run.ran);
-  const auto& answers = run.probe["answers"];
-  ASSERT_EQ(answers.size(), 3u) << run.diagnostics;
-  EXPECT_EQ(Int(answers[0], "rcode"), 0) << answers[0].dump();
-  EXPECT_EQ(Int(answers[0], "ancount"), 1) << "the allowed name's fake address: " << answers[0].dump();
-  EXPECT_EQ(Int(answers[1], "rcode"), 3) << "NXDOMAIN: " << answers[1].dump();
-  EXPECT_EQ(Int(answers[2], "rcode"), 0) << answers[2].dump();
-  EXPECT_EQ(Int(answers[2], "ancount"), 0) << "NODATA for AAAA, as over UDP: " << answers[2].dump();
-  EXPECT_EQ(CountEvents(run.events, {.kind = "dns"}), 0u) << "the stub must never forward";
-  auto log = ReadAuditLog(run.result);
-  ExpectRecord(log, DnsAllowed("pypi.test", "allow[0]"));
-  ExpectRecord(log, DnsDenied(exfil));
-  ExpectNoRecord(log, ConnDenied("no_rule", Endpoint(kDns, 53)));
-  ExpectNetworkSummary(run.result, 2, 1, exfil);  // A and AAAA of pypi.test
+  std::vector<std::string> to_internet_dns = {"dns", "--tcp", "--server", kDns};
+  to_internet_dns.insert(to_internet_dns.end(), queries.begin(), queries.end());
+  for (const auto* sandboxed_probe : {&probe, &to_internet_dns}) {
+    SCOPED_TRACE(sandboxed_probe == &probe ? "resolv.conf's nameserver" : "the internet's resolver");
+    auto run = Sandboxed(Allowlist({"pypi.test"}), *sandboxed_probe);
+    ASSERT_TRUE(run.ran);
+    const auto& answers = run.probe["answers"];
+    ASSERT_EQ(answers.size(), 3u) << run.diagnostics;
+    EXPECT_EQ(Int(answers[0], "rcode"), 0) << answers[0].dump();
+    EXPECT_EQ(Int(answers[0], "ancount"), 1) << "the allowed name's fake address: " << answers[0].dump();
+    EXPECT_EQ(Int(answers[1], "rcode"), 3) << "NXDOMAIN: " << answers[1].dump();
+    EXPECT_EQ(Int(answers[2], "rcode"), 0) << answers[2].dump();
+    EXPECT_EQ(Int(answers[2], "ancount"), 0) << "NODATA for AAAA, as over UDP: " << answers[2].dump();
+    EXPECT_EQ(CountEvents(run.events, {.kind = "dns"}), 0u) << "the stub must never forward";
+    auto log = ReadAuditLog(run.result);
+    ExpectRecord(log, DnsAllowed("pypi.test", "allow[0]"));
+    ExpectRecord(log, DnsDenied(exfil));
+    // Not a connection decided and refused: a query answered.
+    ExpectNoRecord(log, ConnDenied("no_rule", Endpoint(kDns, 53)));
+    ExpectNetworkSummary(run.result, 2, 1, exfil);  // A and AAAA of pypi.test
+  }
 }
 
 TEST_F(NetworkAllowlist, Net23DnsOverTlsAndHttpsAreRefused) {

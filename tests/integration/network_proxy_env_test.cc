@@ -198,5 +198,24 @@ TEST_F(NetworkAllowlist, ProxyEnvRefusesWhatItDoesNotServe) {
   ExpectViaProxy(ReadAuditLog(run.result), ConnDenied("proxy_request"));
 }
 
+// Port 53 is the stub's: no rule relays it to a resolver, and neither does the proxy.
+TEST_F(NetworkAllowlist, ProxyEnvConnectToPort53IsRefusedEvenWhenARuleNamesIt) {
+  const std::string dns(nettest::kDnsAddress);
+  auto control = Control({"dns", "--tcp", "--server", dns, "pypi.test/A"});
+  ASSERT_EQ(control.probe["answers"].size(), 1u) << control.diagnostics;
+  EXPECT_EQ(Int(control.probe["answers"][0], "ancount"), 1) << control.diagnostics;
+  SBX_NET_SANDBOXED_HALF();
+  const auto policy = ProxyPolicy({"pypi.test", dns + ":53,853"});
+  // The same rule's other port is tunnelled: the refusal is port 53's alone.
+  auto tunnel = Sandboxed(policy, {"connect", Endpoint(dns, nettest::kDotPort)});
+  ASSERT_TRUE(tunnel.ran);
+  EXPECT_EQ(Int(tunnel.probe, "status"), 200) << tunnel.diagnostics;
+  auto run = Sandboxed(policy, {"connect", Endpoint(dns, 53)});
+  ASSERT_TRUE(run.ran);
+  ExpectProxyRefusal(run.probe, 403, "port");
+  EXPECT_EQ(CountEvents(run.events, {.server = std::string(nettest::kDnsName)}), 0u);
+  ExpectViaProxy(ReadAuditLog(run.result), ConnDenied("port", Endpoint(dns, 53)));
+}
+
 }  // namespace
 }  // namespace sbx::testing

@@ -414,9 +414,9 @@ def dns_over_tcp(server, queries):
 
 
 def probe_dns(args):
-    """Raw queries ("name/TYPE") to the first nameserver of /etc/resolv.conf, one at a time;
-    with --tcp all on one TCP connection."""
-    server = first_nameserver()
+    """Raw queries ("name/TYPE") to the first nameserver of /etc/resolv.conf (or --server), one
+    at a time; with --tcp all on one TCP connection."""
+    server = args.server or first_nameserver()
     if args.tcp:
         return dns_over_tcp(server, args.queries)
     answers = []
@@ -600,6 +600,7 @@ def main():
     p = sub.add_parser("dns")
     p.add_argument("queries", nargs="+")
     p.add_argument("--tcp", action="store_true")
+    p.add_argument("--server", help="instead of /etc/resolv.conf's first nameserver")
     p = sub.add_parser("doh")
     p.add_argument("url")
     p.add_argument("--qname", required=True)
