@@ -30,7 +30,7 @@ void DnsTcpSession::ExpectBytes() {
 }
 
 void DnsTcpSession::ReadLength() {
-  if (answered_ == kDnsTcpMaxQueries) return Close(false);
+  if (answered_ == kDnsTcpMaxQueries) return EndAfterAnswers();
   ExpectBytes();
   boost::asio::async_read(client_, boost::asio::buffer(length_),
                           [self = shared_from_this()](boost::system::error_code ec, size_t) {
@@ -68,6 +68,26 @@ void DnsTcpSession::Answer() {
                              if (ec) return self->Close(true);
                              self->ReadLength();
                            });
+}
+
+void DnsTcpSession::EndAfterAnswers() {
+  // A close with the client's further queries unread would send a reset, and a reset makes
+  // the client's kernel drop answers it has not read yet. So the FIN follows the last answer,
+  // and what else comes is read and dropped until the client ends, or kDnsTcpIdleSeconds from
+  // now (not re-armed: sending more does not keep the session).
+  boost::system::error_code ignored;
+  client_.shutdown(boost::asio::socket_base::shutdown_send, ignored);
+  ExpectBytes();
+  DiscardUntilEnd();
+}
+
+void DnsTcpSession::DiscardUntilEnd() {
+  client_.async_read_some(boost::asio::buffer(discard_),
+                          [self = shared_from_this()](boost::system::error_code ec, size_t) {
+                            if (self->closed_) return;
+                            if (ec) return self->Close(ec != boost::asio::error::eof);
+                            self->DiscardUntilEnd();
+                          });
 }
 
 void DnsTcpSession::Close(bool reset) {

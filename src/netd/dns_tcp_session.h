@@ -4,9 +4,10 @@
 // answer is truncated; without this they would get a reset and report an outage.
 //
 // One session per connection: queries are answered in order, at most kDnsTcpMaxQueries of
-// them, each within kDnsTcpIdleSeconds of the previous answer; a query longer than the stub
-// accepts over UDP, one it would drop unanswered, or a stalled client ends the session (the
-// socket is reset). Each query is logged and counted as a UDP one is.
+// them (then a clean end: further queries are read and dropped, never answered), each within
+// kDnsTcpIdleSeconds of the previous answer; a query longer than the stub accepts over UDP,
+// one it would drop unanswered, or a stalled client ends the session with a reset. Each query
+// is logged and counted as a UDP one is.
 #pragma once
 
 #include <array>
@@ -45,7 +46,10 @@ class DnsTcpSession : public std::enable_shared_from_this<DnsTcpSession> {
   void Answer();
   // Arms the timer that ends a session whose client sends nothing for kDnsTcpIdleSeconds.
   void ExpectBytes();
-  // With a reset, unless the client ended cleanly or its queries are used up.
+  // The last query answered: a graceful end (see the .cc).
+  void EndAfterAnswers();
+  void DiscardUntilEnd();
+  // With a reset, unless the client ended cleanly.
   void Close(bool reset);
 
   NetdContext& context_;
@@ -55,6 +59,7 @@ class DnsTcpSession : public std::enable_shared_from_this<DnsTcpSession> {
   std::array<uint8_t, 2> length_{};
   std::vector<uint8_t> query_;
   std::vector<uint8_t> reply_;  // length-prefixed, alive until written
+  std::array<uint8_t, 512> discard_{};
   int answered_ = 0;
   bool closed_ = false;
 };

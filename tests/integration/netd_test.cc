@@ -28,7 +28,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sandbox/network_helper_protocol.h"
 #include "sandbox/unique_fd.h"
+#include "src/netd/dns_tcp_session.h"
 #include "tests/integration/network_audit.h"
 
 namespace sbx {
@@ -236,8 +238,8 @@ bool MakeSandboxSockets(const std::vector<uint16_t>& tcp_ports, SandboxSockets& 
 
 // One DNS query from the sandbox's side to `server`:53; the answer's bytes. The answer must
 // come from the address asked (netd replies with the query's destination as its source).
-std::vector<uint8_t> AskDns(int udp, const std::string& name, uint16_t qtype, uint16_t id,
-                            const std::string& server = "127.0.0.1") {
+// A query for `name` (type `qtype`, class IN) with id `id`, recursion desired.
+std::vector<uint8_t> DnsQuery(const std::string& name, uint16_t qtype, uint16_t id) {
   std::vector<uint8_t> query = {
       static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id), 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0};
   std::stringstream labels(name);
@@ -248,6 +250,12 @@ std::vector<uint8_t> AskDns(int udp, const std::string& name, uint16_t qtype, ui
   }
   query.insert(query.end(),
                {0, static_cast<uint8_t>(qtype >> 8), static_cast<uint8_t>(qtype), 0, 1});
+  return query;
+}
+
+std::vector<uint8_t> AskDns(int udp, const std::string& name, uint16_t qtype, uint16_t id,
+                            const std::string& server = "127.0.0.1") {
+  const std::vector<uint8_t> query = DnsQuery(name, qtype, id);
   sockaddr_storage to{};
   socklen_t to_length;
   if (server.find(':') != std::string::npos) {
@@ -363,9 +371,12 @@ class NetdTest : public ::testing::Test {
     if (!log_path_.empty()) unlink(log_path_.c_str());
   }
 
-  // Starts netd and hands it the namespace's capture sockets (TCP: port 80 and the upstream's).
-  std::unique_ptr<NetworkHelper> StartServing() {
-    EXPECT_TRUE(MakeSandboxSockets({80, upstream_.port()}, sandbox_));
+  // Starts netd and hands it the namespace's capture sockets (TCP: port 80 and the upstream's,
+  // and 53 if asked).
+  std::unique_ptr<NetworkHelper> StartServing(bool dns_over_tcp = false) {
+    std::vector<uint16_t> ports = {80, upstream_.port()};
+    if (dns_over_tcp) ports.push_back(kDnsPort);
+    EXPECT_TRUE(MakeSandboxSockets(ports, sandbox_));
     auto helper = StartNetworkHelper(SBX_NETD_BINARY, "run-test", allowlist_, log_.get());
     EXPECT_TRUE(helper) << (helper ? "" : helper.error().message);
     if (!helper) return nullptr;
@@ -374,6 +385,7 @@ class NetdTest : public ::testing::Test {
         {CaptureKind::kTcp, upstream_.port(), sandbox_.tcp_listeners[1].get()},
         {CaptureKind::kUdp, 53, sandbox_.udp4.get()},
         {CaptureKind::kUdp, 53, sandbox_.udp6.get()}};
+    if (dns_over_tcp) captures.push_back({CaptureKind::kTcp, kDnsPort, sandbox_.tcp_listeners[2].get()});
     auto serving = (*helper)->SendCaptureSockets(captures);
     EXPECT_TRUE(serving) << (serving ? "" : serving.error().message);
     // The runner's copies are closed: netd holds the only ones.
@@ -419,6 +431,89 @@ class NetdTest : public ::testing::Test {
   std::string log_path_;
   UniqueFd log_;
 };
+
+// Reads exactly `size` bytes; fewer when the stream ends or fails first (`error`: its errno,
+// 0 at a clean end).
+std::vector<uint8_t> ReadExactly(int fd, size_t size, int& error) {
+  std::vector<uint8_t> bytes(size);
+  size_t got = 0;
+  error = 0;
+  while (got < size) {
+    const ssize_t n = recv(fd, bytes.data() + got, size - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      error = n < 0 ? errno : 0;
+      break;
+    }
+    got += static_cast<size_t>(n);
+  }
+  bytes.resize(got);
+  return bytes;
+}
+
+int ConnectLoopback(int fd, uint16_t port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval timeout{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  return connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 ? 0 : errno;
+}
+
+TEST_F(NetdTest, DnsOverTcpAnswersPipelinedQueriesAndEndsOversizedOrSpentSessions) {
+  auto helper = StartServing(/*dns_over_tcp=*/true);
+  ASSERT_TRUE(helper);
+  // One more query than a session answers, all sent at once: the first kDnsTcpMaxQueries
+  // answered in order, then the session ends cleanly.
+  const int client = sandbox_.tcp_clients[0].get();
+  ASSERT_EQ(ConnectLoopback(client, kDnsPort), 0);
+  std::vector<uint8_t> pipelined;
+  for (int id = 1; id <= netd::kDnsTcpMaxQueries + 1; ++id) {
+    const auto query = DnsQuery(id % 2 ? "localhost" : "x.evil.test", 1, static_cast<uint16_t>(id));
+    pipelined.push_back(static_cast<uint8_t>(query.size() >> 8));
+    pipelined.push_back(static_cast<uint8_t>(query.size()));
+    pipelined.insert(pipelined.end(), query.begin(), query.end());
+  }
+  ASSERT_EQ(send(client, pipelined.data(), pipelined.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(pipelined.size()));
+  int error = 0;
+  for (int id = 1; id <= netd::kDnsTcpMaxQueries; ++id) {
+    SCOPED_TRACE(id);
+    const auto length = ReadExactly(client, 2, error);
+    ASSERT_EQ(length.size(), 2u) << std::strerror(error);
+    const auto answer = ReadExactly(client, (size_t{length[0]} << 8) | length[1], error);
+    ASSERT_GE(answer.size(), 12u);
+    EXPECT_EQ((answer[0] << 8) | answer[1], id) << "answers in the queries' order";
+    EXPECT_EQ(answer[3] & 0x0f, id % 2 ? 0 : 3) << "an address for localhost, NXDOMAIN for evil";
+    if (id % 2) {
+      EXPECT_EQ(answer[7], 1) << "one address";
+    }
+  }
+  EXPECT_TRUE(ReadExactly(client, 1, error).empty());
+  EXPECT_EQ(error, 0) << "a clean end after the last query a session answers";
+
+  // A length beyond any query the stub takes: no answer, a reset.
+  const int oversized = sandbox_.tcp_clients[1].get();
+  ASSERT_EQ(ConnectLoopback(oversized, kDnsPort), 0);
+  const uint8_t too_long[] = {0x04, 0xD1, 0, 1};  // 1233 bytes announced
+  ASSERT_EQ(send(oversized, too_long, sizeof(too_long), MSG_NOSIGNAL), 4);
+  EXPECT_TRUE(ReadExactly(oversized, 2, error).empty());
+  EXPECT_EQ(error, ECONNRESET);
+
+  // Every query is logged as a UDP one is, and none became a relayed connection.
+  auto summary = helper->Stop();
+  ASSERT_TRUE(summary) << summary.error().message;
+  EXPECT_EQ(summary->dns_queries, static_cast<uint64_t>(netd::kDnsTcpMaxQueries));
+  size_t dns_records = 0, conn_records = 0;
+  for (const json& record : ReadAuditLog(log_path_)) {
+    dns_records += record["ev"] == "dns";
+    conn_records += record["ev"] == "conn";
+  }
+  EXPECT_EQ(dns_records, static_cast<size_t>(netd::kDnsTcpMaxQueries));
+  EXPECT_EQ(conn_records, 0u);
+  EXPECT_EQ(upstream_.connections(), 0);
+}
 
 TEST_F(NetdTest, ServesDnsRelaysAllowedConnectionsDeniesOthersAndSummarizes) {
   auto helper = StartServing();
