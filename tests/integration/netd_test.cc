@@ -308,6 +308,14 @@ std::string Exchange(int fd, const std::string& ip, uint16_t port, const std::st
   }
   if (half_close && shutdown(fd, SHUT_WR) != 0) {
     error = errno;
+    // A reset that came after the send leaves the socket unconnected (ENOTCONN here) with
+    // the reset still pending as its error.
+    int pending = 0;
+    socklen_t length = sizeof(pending);
+    if (error == ENOTCONN && getsockopt(fd, SOL_SOCKET, SO_ERROR, &pending, &length) == 0 &&
+        pending != 0) {
+      error = pending;
+    }
     return "";
   }
   std::string received;
