@@ -10,8 +10,6 @@
 #include <memory>
 #include <string>
 
-struct evp_md_ctx_st;
-
 namespace sbx::netd {
 
 // A running SHA-256: Update() in order, then HexDigest() (which does not end the stream).
@@ -29,10 +27,8 @@ class LogDigest {
   uint64_t size() const { return size_; }
 
  private:
-  struct Free {
-    void operator()(evp_md_ctx_st* context) const;
-  };
-  std::unique_ptr<evp_md_ctx_st, Free> context_;
+  struct State;  // libcrypto's SHA256_CTX, kept out of this header
+  std::unique_ptr<State> state_;
   uint64_t size_ = 0;
   bool failed_ = false;
 };

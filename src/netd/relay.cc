@@ -15,8 +15,8 @@ namespace sbx::netd {
 namespace {
 
 constexpr unsigned kSpliceFlags = SPLICE_F_NONBLOCK | SPLICE_F_MOVE;
-// Splices one direction makes before it lets the other connections, the other direction and
-// the timers run (netd has one thread).
+// Rounds (a splice out, then one in) a direction makes before it lets the other connections,
+// the other direction and the timers run (netd has one thread).
 constexpr int kSplicesPerTurn = 16;
 // A direction that has carried this much is a bulk transfer: its pipe grows.
 constexpr uint64_t kGrowPipeAfterBytes = 256 * 1024;
@@ -91,33 +91,53 @@ bool Relay::OpenPipe(Direction& direction) {
 }
 
 void Relay::Pump(Direction& direction) {
-  for (int splices = 0; splices < kSplicesPerTurn; ++splices) {
+  for (int turns = 0; turns < kSplicesPerTurn; ++turns) {
+    bool moved = false;
     if (direction.in_pipe > 0) {
       const ssize_t out = splice(direction.pipe_out.get(), nullptr, direction.to.native_handle(),
                                  nullptr, direction.in_pipe, kSpliceFlags);
-      if (out < 0 && errno == EINTR) continue;
-      if (out < 0 && errno == EAGAIN) return Await(direction, boost::asio::socket_base::wait_write);
-      if (out <= 0) return Finish(RelayEnd::kReset, true);
-      direction.in_pipe -= static_cast<size_t>(out);
-      last_activity_ = std::chrono::steady_clock::now();
-      continue;
+      if (out == 0 || (out < 0 && errno != EINTR && errno != EAGAIN)) {
+        return Finish(RelayEnd::kReset, true);
+      }
+      if (out < 0 && errno == EINTR) moved = true;
+      if (out > 0) {
+        direction.in_pipe -= static_cast<size_t>(out);
+        last_activity_ = std::chrono::steady_clock::now();
+        moved = true;
+      }
     }
-    // The pipe is empty: as much as it holds (the kernel stops at its capacity), or as much
-    // as the budget allows.
-    size_t want = kRelayPipeBytes;
+    if (direction.in_pipe == 0 && direction.end_of_stream) return OnEndOfStream(direction);
+    // Read whenever the pipe may have room, not only once it is empty: while the receiver is
+    // slow, the pipe takes what the sender has sent, so its window stays open.
+    size_t want = direction.end_of_stream ? 0 : kRelayPipeBytes;
     if (direction.left) {
-      if (*direction.left == 0) return Discard(direction);
+      if (*direction.left == 0 && direction.in_pipe == 0) return Discard(direction);
       want = static_cast<size_t>(std::min<uint64_t>(want, *direction.left));
     }
-    const ssize_t in = splice(direction.from.native_handle(), nullptr, direction.pipe_in.get(),
-                              nullptr, want, kSpliceFlags);
-    if (in == 0) return OnEndOfStream(direction);
-    if (in < 0 && errno == EINTR) continue;
-    if (in < 0 && errno == EAGAIN) return Await(direction, boost::asio::socket_base::wait_read);
-    if (in < 0) return Finish(RelayEnd::kReset, true);
-    if (!Count(direction, static_cast<size_t>(in))) return;
-    direction.in_pipe = static_cast<size_t>(in);
-    if (direction.left) *direction.left -= static_cast<uint64_t>(in);
+    if (want > 0) {
+      const ssize_t in = splice(direction.from.native_handle(), nullptr, direction.pipe_in.get(),
+                                nullptr, want, kSpliceFlags);
+      if (in == 0) {
+        direction.end_of_stream = true;
+        if (direction.in_pipe == 0) return OnEndOfStream(direction);
+        continue;
+      }
+      // EAGAIN: nothing to read, or the pipe is full (the kernel counts slots, not bytes).
+      if (in < 0 && errno != EINTR && errno != EAGAIN) return Finish(RelayEnd::kReset, true);
+      if (in < 0 && errno == EINTR) moved = true;
+      if (in > 0) {
+        if (!Count(direction, static_cast<size_t>(in))) return;
+        direction.in_pipe += static_cast<size_t>(in);
+        if (direction.left) *direction.left -= static_cast<uint64_t>(in);
+        moved = true;
+      }
+    }
+    if (!moved) {
+      // Bytes waiting: the receiver's room is what moves this direction on (the pipe may be
+      // full). An empty pipe waits for the sender.
+      return Await(direction, direction.in_pipe > 0 ? boost::asio::socket_base::wait_write
+                                                    : boost::asio::socket_base::wait_read);
+    }
   }
   boost::asio::post(direction.from.get_executor(), [this, &direction, owner = owner_] {
     if (!finished_) Pump(direction);

@@ -4,8 +4,9 @@
 // - In the kernel: per direction a pipe, socket -> pipe -> socket with splice(2), so relayed
 //   bytes are never copied into netd. Asio only says when a socket is ready (async_wait); the
 //   sockets are non-blocking and the splices are made here.
-// - A direction reads again only when its pipe has been emptied into the other socket, so a
-//   slow reader slows its writer down. Pipes start at the kernel's default size; a direction
+// - A direction reads whenever its pipe has room, also while the receiver is not taking bytes
+//   (the sender's window stays open), and waits for the receiver once the pipe is full, so a
+//   slow reader still slows its writer down. Pipes start at the kernel's default size; a direction
 //   that fills its pipe grows it to kRelayPipeBytes (best effort: pipe pages are accounted to
 //   netd's uid, shared by every run).
 // - Half-close aware: end of stream from one side becomes shutdown(SHUT_WR) towards the other,
@@ -70,6 +71,7 @@ class Relay {
     UniqueFd pipe_in;     // write end
     size_t in_pipe = 0;   // spliced in, not yet spliced out
     uint64_t bytes = 0;
+    bool end_of_stream = false;  // the sender has finished; the pipe may still hold bytes
     bool finished = false;
     std::optional<uint64_t> left;  // LimitUpstream: bytes it may still carry
   };

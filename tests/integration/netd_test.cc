@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -359,6 +360,16 @@ std::vector<json> ReadAuditLog(const std::string& path) {
   return records;
 }
 
+bool Connect(int fd, const std::string& ip, uint16_t port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  inet_pton(AF_INET, ip.c_str(), &address.sin_addr);
+  const timeval timeout{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  return connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+}
+
 class NetdTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -419,6 +430,20 @@ class NetdTest : public ::testing::Test {
     if (helper) fake = FakeAddressOf("localhost");
     EXPECT_FALSE(fake.empty());
     return fake.empty() ? nullptr : std::move(helper);
+  }
+
+  // Relays the sandbox's first client to an upstream that answers a one-byte request with
+  // `reply_bytes` of 'x'; the request and the sandbox's end of stream are sent. Null (with a
+  // failure recorded) if any step failed.
+  std::unique_ptr<NetworkHelper> RequestLongReply(size_t reply_bytes, std::string& fake) {
+    upstream_.set_reply_bytes(reply_bytes);
+    auto helper = StartRelaying(fake);
+    if (!helper) return nullptr;
+    const int fd = sandbox_.tcp_clients[0].get();
+    const bool sent = Connect(fd, fake, upstream_.port()) && send(fd, "x", 1, MSG_NOSIGNAL) == 1 &&
+                      shutdown(fd, SHUT_WR) == 0;
+    EXPECT_TRUE(sent) << std::strerror(errno);
+    return sent ? std::move(helper) : nullptr;
   }
 
   // The audit record of the connection to `fake`:<upstream port>, once netd has written it.
@@ -673,16 +698,6 @@ TEST_F(NetdTest, LimitsConnectionsAndEgressBytes) {
   EXPECT_TRUE(limited_bytes);
 }
 
-bool Connect(int fd, const std::string& ip, uint16_t port) {
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  inet_pton(AF_INET, ip.c_str(), &address.sin_addr);
-  const timeval timeout{30, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  return connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-}
-
 TEST_F(NetdTest, RelaysBulkBothWaysAndCountsEveryByte) {
   std::string fake;
   auto helper = StartRelaying(fake);
@@ -731,15 +746,38 @@ TEST_F(NetdTest, UpstreamEndingFirstLeavesTheSandboxSideOpen) {
   EXPECT_EQ(summary->bytes_down, 6u);
 }
 
-TEST_F(NetdTest, SurvivesASandboxThatResetsWhileItIsBeingWritten) {
-  upstream_.set_reply_bytes(64 << 20);
+TEST_F(NetdTest, DeliversAllAnUpstreamSentBeforeItsEndToASlowReader) {
+  // The upstream sends more than the socket buffers hold and ends; the sandbox reads only
+  // later. netd reads ahead into its pipe while the sandbox is not reading, so it sees the end
+  // of stream with bytes still in the pipe: they must all arrive before the sandbox's EOF.
+  const size_t reply_bytes = 24 << 20;
   std::string fake;
-  auto helper = StartRelaying(fake);
+  auto helper = RequestLongReply(reply_bytes, fake);
   ASSERT_TRUE(helper);
   const int fd = sandbox_.tcp_clients[0].get();
-  ASSERT_TRUE(Connect(fd, fake, upstream_.port()));
-  ASSERT_EQ(send(fd, "x", 1, MSG_NOSIGNAL), 1);
-  ASSERT_EQ(shutdown(fd, SHUT_WR), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  size_t received = 0;
+  std::vector<char> buffer(1 << 20);
+  ssize_t got;
+  while ((got = recv(fd, buffer.data(), buffer.size(), 0)) > 0) {
+    ASSERT_EQ(std::count(buffer.begin(), buffer.begin() + got, 'x'), got);
+    received += static_cast<size_t>(got);
+  }
+  EXPECT_EQ(got, 0) << std::strerror(errno);
+  EXPECT_EQ(received, reply_bytes);
+  const json record = RelayedRecord(fake);
+  EXPECT_EQ(record["end"], "fin");
+  EXPECT_EQ(record["bytes_down"], reply_bytes);
+  auto summary = helper->Stop();
+  ASSERT_TRUE(summary);
+  EXPECT_EQ(summary->bytes_down, reply_bytes);
+}
+
+TEST_F(NetdTest, SurvivesASandboxThatResetsWhileItIsBeingWritten) {
+  std::string fake;
+  auto helper = RequestLongReply(64 << 20, fake);
+  ASSERT_TRUE(helper);
+  const int fd = sandbox_.tcp_clients[0].get();
   std::vector<char> buffer(65536);
   ASSERT_EQ(recv(fd, buffer.data(), buffer.size(), MSG_WAITALL), 65536);
   // Closing with unread bytes resets. netd's socket had the sandbox's end of stream, so its

@@ -4,10 +4,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sandbox/workspace.h"
 #include "sandbox_fixture.h"
@@ -119,6 +121,9 @@ TEST(SessionPool, FirstExecutionFindsItsPagesAlreadyCopied) {
 // the pre-fault (the control: budget 0, nothing learned, nothing copied).
 TEST(SessionPool, PrefaultStaysWithinItsBudget) {
   constexpr size_t kBudget = size_t{1} << 20;
+  // One idle session's private memory varies by +-250 KiB from session to session (what the
+  // zygote's and the driver's start happen to touch): the median of five per pool.
+  constexpr int kSessions = 5;
   long idle_kib[2] = {0, 0};
   size_t pages[2] = {0, 0};
   for (int with = 0; with < 2; ++with) {
@@ -127,10 +132,15 @@ TEST(SessionPool, PrefaultStaysWithinItsBudget) {
     auto pool = NewPool(options);
     ASSERT_TRUE(pool);
     pages[with] = pool->prefault_pages();
-    auto session = Acquire(*pool);
-    ASSERT_TRUE(session);
-    idle_kib[with] = static_cast<long>(PrivateMemoryBytes(session->host_pid()) / 1024);
-    ASSERT_GT(idle_kib[with], 0);
+    std::vector<long> kib;
+    for (int i = 0; i < kSessions; ++i) {
+      auto session = Acquire(*pool);
+      ASSERT_TRUE(session);
+      kib.push_back(static_cast<long>(PrivateMemoryBytes(session->host_pid()) / 1024));
+      ASSERT_GT(kib.back(), 0);
+    }
+    std::sort(kib.begin(), kib.end());
+    idle_kib[with] = kib[kSessions / 2];
   }
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   EXPECT_EQ(pages[0], 0u);
