@@ -8,6 +8,14 @@
 namespace sbx {
 namespace {
 
+// Adds `text` once, keeping at most kMaxDenials.
+void AddDistinct(std::vector<std::string>& texts, std::string text) {
+  if (texts.size() < NetworkLogDigest::kMaxDenials &&
+      std::find(texts.begin(), texts.end(), text) == texts.end()) {
+    texts.push_back(std::move(text));
+  }
+}
+
 // What the denial was about: the name when there is one, else the destination.
 std::string DenialText(const nlohmann::json& record) {
   std::string what;
@@ -25,6 +33,11 @@ std::string DenialText(const nlohmann::json& record) {
 }
 
 }  // namespace
+
+bool IsNetworkFailureReason(const std::string& reason) {
+  return reason == "resolve_failed" || reason == "upstream_error" || reason == "tls_verify_failed" ||
+         reason == "timeout";
+}
 
 NetworkLogDigest ReadNetworkLogSince(const std::string& path, uint64_t* offset) {
   NetworkLogDigest digest;
@@ -44,10 +57,10 @@ NetworkLogDigest ReadNetworkLogSince(const std::string& path, uint64_t* offset) 
     } else if (*decision == "deny") {
       ++digest.denied;
       // A lookup asks for A and AAAA: one line per distinct denial is what a reader needs.
-      std::string text = DenialText(record);
-      if (digest.denials.size() < NetworkLogDigest::kMaxDenials &&
-          std::find(digest.denials.begin(), digest.denials.end(), text) == digest.denials.end())
-        digest.denials.push_back(text);
+      auto reason = record.find("reason");
+      const bool failure = reason != record.end() && reason->is_string() &&
+                           IsNetworkFailureReason(reason->get<std::string>());
+      AddDistinct(failure ? digest.failures : digest.denials, DenialText(record));
     }
   }
   return digest;

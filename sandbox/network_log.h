@@ -11,11 +11,18 @@ namespace sbx {
 
 struct NetworkLogDigest {
   uint64_t allowed = 0;
-  uint64_t denied = 0;
-  // "name-or-destination (reason)" for each distinct denial, in log order, at most kMaxDenials.
+  uint64_t denied = 0;  // every "deny" record, failures included
+  // "name-or-destination (reason)" for each distinct denial, in log order, at most kMaxDenials:
+  // `denials` those the policy decided, `failures` those it allowed but that failed.
   std::vector<std::string> denials;
+  std::vector<std::string> failures;
   static constexpr size_t kMaxDenials = 20;
 };
+
+// A deny reason that is not the policy's decision: the policy allowed the request, and the
+// name did not resolve, the upstream could not be reached or its certificate verified, or a
+// timeout ran out. A model told "blocked by policy" stops retrying; these may be outages.
+bool IsNetworkFailureReason(const std::string& reason);
 
 // Reads complete lines from byte *offset on and advances *offset past them (a line still
 // being written stays for the next call). Counts the records with a "decision"; lines that

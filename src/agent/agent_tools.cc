@@ -116,6 +116,12 @@ std::string DescribeResult(const executor::CodeResult& result, size_t max_bytes)
     for (const std::string& blocked : result.network_blocked) text += " " + blocked;
     text += "\n";
   }
+  if (!result.network_failed.empty()) {
+    // Allowed by the policy, failed on the way: retrying later may work.
+    text += "[allowed by the network policy but failed: not resolvable, unreachable, unverified or timed out]";
+    for (const std::string& failed : result.network_failed) text += " " + failed;
+    text += "\n";
+  }
   if (!result.images.empty()) {
     text += "[figures saved]";
     for (const std::string& image : result.images) text += " " + image;

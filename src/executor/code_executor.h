@@ -59,9 +59,11 @@ struct CodeResult {
   bool state_lost = false;
   std::string notice;  // for people and models: why state was lost, what was rejected
   bool rejected = false;  // nothing ran: a block was refused (unknown language)
-  // Network allowlist: what the policy refused during this execution ("name (reason)"), and
-  // the session's audit log.
+  // Network allowlist: what the policy refused during this execution ("name (reason)"), what
+  // it allowed but failed (the name did not resolve, the upstream was unreachable or failed
+  // verification, a timeout), and the session's audit log.
   std::vector<std::string> network_blocked;
+  std::vector<std::string> network_failed;
   std::string network_log_path;
 };
 

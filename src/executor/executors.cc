@@ -177,7 +177,9 @@ Result<CodeResult> SessionExecutor::Execute(const std::vector<CodeBlock>& blocks
   total.files_changed = ChangedFiles(before, SnapshotWorkspace(workspace_.fd.get()));
   if (!network_log_path_.empty()) {
     total.network_log_path = network_log_path_;
-    total.network_blocked = ReadNetworkLogSince(network_log_path_, &network_log_offset_).denials;
+    NetworkLogDigest digest = ReadNetworkLogSince(network_log_path_, &network_log_offset_);
+    total.network_blocked = std::move(digest.denials);
+    total.network_failed = std::move(digest.failures);
   }
   return total;
 }

@@ -22,6 +22,18 @@ except socket.gaierror as error:
     print("gaierror", error.errno)
 )";
 
+// Plain HTTP to an allowed name that the host cannot resolve: netd reads the Host, fails to
+// resolve it and answers for the upstream.
+constexpr char kFetchUnresolvable[] = R"(
+import socket
+try:
+    s = socket.create_connection(("nonexistent.sbx.invalid", 80), timeout=20)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: nonexistent.sbx.invalid\r\n\r\n")
+    print(s.recv(4096).split(b"\r\n")[0].decode() or "no answer")
+except OSError:
+    print("no answer")
+)";
+
 std::string LookUp(const std::string& name) {
   std::string code = kLookUp;
   return code.replace(code.find("NAME"), 4, "'" + name + "'");
@@ -35,6 +47,10 @@ TEST(ExecutorNetwork, EachResultListsWhatThePolicyBlockedDuringIt) {
   auto rule = ParseNetworkRule("allowed.example", "network.allow[0]");
   ASSERT_TRUE(rule) << rule.error().ToString();
   options.policy.network_allowlist.allow.push_back(*rule);
+  // Allowed, but the host cannot resolve it: a failure, not a block.
+  auto unresolvable = ParseNetworkRule("nonexistent.sbx.invalid:80", "network.allow[1]");
+  ASSERT_TRUE(unresolvable) << unresolvable.error().ToString();
+  options.policy.network_allowlist.allow.push_back(*unresolvable);
   options.network_log_dir = logs.path();
   auto executor = SessionExecutor::Create(std::move(options));
   ASSERT_TRUE(executor) << executor.error().ToString();
@@ -54,6 +70,22 @@ TEST(ExecutorNetwork, EachResultListsWhatThePolicyBlockedDuringIt) {
   ASSERT_TRUE(allowed) << allowed.error().ToString();
   EXPECT_EQ(allowed->output, "resolved\n");
   EXPECT_TRUE(allowed->network_blocked.empty());
+  EXPECT_TRUE(allowed->network_failed.empty());
+
+  // An allowed name that fails upstream is reported as a failure, never as a policy block:
+  // a model told "blocked" would stop retrying what may be an outage.
+  auto failed = (*executor)->Execute({{"python", kFetchUnresolvable}});
+  ASSERT_TRUE(failed) << failed.error().ToString();
+  EXPECT_EQ(failed->output, "HTTP/1.1 502 Bad Gateway\n");  // netd answers for the upstream
+  EXPECT_TRUE(failed->network_blocked.empty());
+  ASSERT_EQ(failed->network_failed.size(), 1u);
+  EXPECT_EQ(failed->network_failed[0], "nonexistent.sbx.invalid (resolve_failed)");
+  const std::string described = agent::DescribeResult(*failed, 4096);
+  EXPECT_EQ(described.find("blocked by the sandbox's network policy"), std::string::npos) << described;
+  EXPECT_NE(described.find("[allowed by the network policy but failed: not resolvable, unreachable, unverified "
+                           "or timed out] nonexistent.sbx.invalid (resolve_failed)"),
+            std::string::npos)
+      << described;
   (*executor)->Close();
 }
 
