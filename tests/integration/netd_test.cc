@@ -45,6 +45,20 @@ NetworkRule Rule(const std::string& text) {
   return *rule;
 }
 
+// A TCP listener on 127.0.0.1, on a port the kernel picks (stored in *port).
+UniqueFd LoopbackListener(int backlog, uint16_t* port) {
+  UniqueFd listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(listener.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  EXPECT_EQ(listen(listener.get(), backlog), 0);
+  socklen_t length = sizeof(address);
+  getsockname(listener.get(), reinterpret_cast<sockaddr*>(&address), &length);
+  *port = ntohs(address.sin_port);
+  return listener;
+}
+
 // A TCP server on 127.0.0.1 (the host side, the "internet" here): for each connection it reads
 // until end of stream, answers "echo:" + what it read (or, after set_reply_bytes(n), n bytes of
 // 'x'), and closes. After set_greet_first(), it instead sends "hello\n" and shuts down its
@@ -52,15 +66,7 @@ NetworkRule Rule(const std::string& text) {
 class UpstreamServer {
  public:
   UpstreamServer() {
-    listener_ = UniqueFd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(listener_.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-    EXPECT_EQ(listen(listener_.get(), 16), 0);
-    socklen_t length = sizeof(address);
-    getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&address), &length);
-    port_ = ntohs(address.sin_port);
+    listener_ = LoopbackListener(16, &port_);
     thread_ = std::thread([this] { Serve(); });
   }
   ~UpstreamServer() {
@@ -391,20 +397,22 @@ class NetdTest : public ::testing::Test {
   }
 
   // Starts netd and hands it the namespace's capture sockets (TCP: port 80 and the upstream's,
-  // and 53 if asked).
-  std::unique_ptr<NetworkHelper> StartServing(bool dns_over_tcp = false) {
+  // 53 if asked, and `more_ports`).
+  std::unique_ptr<NetworkHelper> StartServing(bool dns_over_tcp = false,
+                                              const std::vector<uint16_t>& more_ports = {}) {
     std::vector<uint16_t> ports = {80, upstream_.port()};
     if (dns_over_tcp) ports.push_back(kDnsPort);
+    ports.insert(ports.end(), more_ports.begin(), more_ports.end());
     EXPECT_TRUE(MakeSandboxSockets(ports, sandbox_));
     auto helper = StartNetworkHelper(SBX_NETD_BINARY, "run-test", allowlist_, log_.get());
     EXPECT_TRUE(helper) << (helper ? "" : helper.error().message);
     if (!helper) return nullptr;
     std::vector<CapturedSocket> captures = {
-        {CaptureKind::kTcp, 80, sandbox_.tcp_listeners[0].get()},
-        {CaptureKind::kTcp, upstream_.port(), sandbox_.tcp_listeners[1].get()},
         {CaptureKind::kUdp, 53, sandbox_.udp4.get()},
         {CaptureKind::kUdp, 53, sandbox_.udp6.get()}};
-    if (dns_over_tcp) captures.push_back({CaptureKind::kTcp, kDnsPort, sandbox_.tcp_listeners[2].get()});
+    for (size_t i = 0; i < ports.size(); ++i) {
+      captures.push_back({CaptureKind::kTcp, ports[i], sandbox_.tcp_listeners[i].get()});
+    }
     auto serving = (*helper)->SendCaptureSockets(captures);
     EXPECT_TRUE(serving) << (serving ? "" : serving.error().message);
     // The runner's copies are closed: netd holds the only ones.
@@ -771,6 +779,78 @@ TEST_F(NetdTest, DeliversAllAnUpstreamSentBeforeItsEndToASlowReader) {
   auto summary = helper->Stop();
   ASSERT_TRUE(summary);
   EXPECT_EQ(summary->bytes_down, reply_bytes);
+}
+
+// A listener whose accept queue is full: the kernel drops further SYNs, so a connect to it
+// gets no answer at all (the kernel alone would retry for about two minutes).
+class SilentListener {
+ public:
+  SilentListener() {
+    listener_ = LoopbackListener(0, &port_);
+    filler_ = UniqueFd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port_);
+    EXPECT_EQ(connect(filler_.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  }
+  uint16_t port() const { return port_; }
+
+ private:
+  UniqueFd listener_;
+  UniqueFd filler_;  // the one connection the queue holds, never accepted
+  uint16_t port_ = 0;
+};
+
+TEST_F(NetdTest, GivesUpAConnectThatGetsNoAnswerAtTheConnectTimeout) {
+  SilentListener silent;
+  const std::string port = std::to_string(silent.port());
+  allowlist_.allow.push_back(Rule("localhost:" + port));
+  allowlist_.allow_private.push_back(Rule("127.0.0.0/8:" + port));
+  allowlist_.limits.connect_timeout_seconds = 0.5;
+  auto helper = StartServing(false, {silent.port()});
+  ASSERT_TRUE(helper);
+  const std::string fake = FakeAddressOf("localhost");
+  ASSERT_FALSE(fake.empty());
+  const auto start = std::chrono::steady_clock::now();
+  int error = 0;
+  Exchange(sandbox_.tcp_clients[0].get(), fake, silent.port(), "x", true, error);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(error, ECONNRESET) << std::strerror(error);
+  EXPECT_GE(seconds, 0.45);
+  EXPECT_LT(seconds, 5.0) << "the connect was not cut at its timeout";
+  json record;
+  for (int i = 0; i < 250 && record.is_null(); ++i, usleep(20'000)) {
+    for (const json& line : ReadAuditLog(log_path_)) {
+      if (line["ev"] == "conn" && line["dst"] == fake + ":" + port) record = line;
+    }
+  }
+  EXPECT_EQ(record["decision"], "deny");
+  EXPECT_EQ(record["reason"], "upstream_error");
+}
+
+TEST_F(NetdTest, CutsARelayIdleForItsIdleTimeout) {
+  allowlist_.limits.idle_timeout_seconds = 1;  // the least a policy may set
+  std::string fake;
+  auto helper = StartRelaying(fake);
+  ASSERT_TRUE(helper);
+  const int fd = sandbox_.tcp_clients[0].get();
+  ASSERT_TRUE(Connect(fd, fake, upstream_.port()));
+  ASSERT_EQ(send(fd, "x", 1, MSG_NOSIGNAL), 1);  // the upstream answers only after our end
+  const auto start = std::chrono::steady_clock::now();
+  char byte;
+  const ssize_t got = recv(fd, &byte, 1, 0);
+  const int error = got < 0 ? errno : 0;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(got, -1);
+  EXPECT_EQ(error, ECONNRESET) << std::strerror(error);
+  EXPECT_GE(seconds, 0.9);
+  EXPECT_LT(seconds, 5.0);
+  const json record = RelayedRecord(fake);
+  EXPECT_EQ(record["end"], "idle");
+  EXPECT_EQ(record["bytes_up"], 1);
 }
 
 TEST_F(NetdTest, SurvivesASandboxThatResetsWhileItIsBeingWritten) {
