@@ -77,7 +77,7 @@ Result<NetworkRule> ParseNetworkRule(std::string_view entry, const std::string& 
                                      DefaultPorts default_ports = DefaultPorts::kHttps);
 
 struct NetworkLimits {
-  uint32_t max_connections = 256;          // per run; more are denied (limit_connections)
+  uint32_t max_connections = 4096;  // TCP connections per run; more are denied (limit_connections)
   uint64_t egress_bytes_max = 1ull << 30;  // bytes sent upstream per run (limit_bytes)
   double connect_timeout_seconds = 10.0;
   double idle_timeout_seconds = 300.0;

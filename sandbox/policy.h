@@ -72,7 +72,7 @@ struct LimitRanges {
 // Ranges of the allowlist's limits (network.limits) and list sizes.
 struct NetworkLimitRanges {
   static constexpr uint32_t kMinConnections = 1;
-  static constexpr uint32_t kMaxConnections = 65536;
+  static constexpr uint32_t kMaxConnections = 1000000;
   static constexpr uint64_t kMinEgress = 1024;
   static constexpr uint64_t kMaxEgress = 1ull << 40;
   static constexpr double kMinConnectTimeout = 0.1;

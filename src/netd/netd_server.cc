@@ -96,7 +96,12 @@ void NetdServer::OnAccepted(boost::asio::ip::tcp::socket socket, CaptureKind kin
   }
   if (dst->port == kDnsPort && kind != CaptureKind::kProxy) return ServeDnsOverTcp(std::move(socket));
   std::optional<std::string> refuse;
-  if (connections_.size() >= context_.policy.limits.max_connections) refuse = "limit_connections";
+  if (connections_taken_ >= context_.policy.limits.max_connections ||
+      connections_.size() >= kMaxOpenConnections) {
+    refuse = "limit_connections";
+  } else {
+    ++connections_taken_;
+  }
   auto connection = std::make_shared<TcpConnection>(
       context_, std::move(socket), *dst,
       [this](TcpConnection* closed) { connections_.erase(closed); }, std::move(refuse),

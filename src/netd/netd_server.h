@@ -28,6 +28,10 @@
 namespace sbx::netd {
 
 
+// Connections open at once, whatever max_connections allows in the run: each holds two sockets
+// and two pipes (six descriptors) of netd's 4,096.
+inline constexpr size_t kMaxOpenConnections = 512;
+
 class NetdServer {
  public:
   NetdServer(boost::asio::io_context& io, NetdContext& context) : io_(io), context_(context) {}
@@ -56,6 +60,7 @@ class NetdServer {
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::vector<std::unique_ptr<DnsService>> dns_;
   std::unordered_map<TcpConnection*, std::shared_ptr<TcpConnection>> connections_;
+  uint64_t connections_taken_ = 0;  // in the run: what max_connections counts
   std::unordered_map<DnsTcpSession*, std::shared_ptr<DnsTcpSession>> dns_sessions_;
   bool stopped_ = false;
 };

@@ -660,50 +660,44 @@ TEST_F(NetdTest, ServesDnsRelaysAllowedConnectionsDeniesOthersAndSummarizes) {
 }
 
 TEST_F(NetdTest, LimitsConnectionsAndEgressBytes) {
-  allowlist_.limits.max_connections = 1;
+  allowlist_.limits.max_connections = 2;  // in the run, not at once
   allowlist_.limits.egress_bytes_max = 1024;  // the smallest a policy may set
   auto helper = StartServing();
   ASSERT_TRUE(helper);
   const std::string fake = FakeAddressOf("localhost");
   ASSERT_FALSE(fake.empty());
 
-  // A connection held open (no half-close) takes the one slot; a second one is reset.
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(upstream_.port());
-  inet_pton(AF_INET, fake.c_str(), &address.sin_addr);
-  ASSERT_EQ(connect(sandbox_.tcp_clients[0].get(), reinterpret_cast<sockaddr*>(&address),
-                    sizeof(address)),
-            0);
+  // The first connection, held open (no half-close), sends 1000 bytes.
+  ASSERT_TRUE(Connect(sandbox_.tcp_clients[0].get(), fake, upstream_.port()));
   const std::string first(1000, 'a');
   ASSERT_EQ(send(sandbox_.tcp_clients[0].get(), first.data(), first.size(), MSG_NOSIGNAL), 1000);
-  const timeval timeout{30, 0};
-  setsockopt(sandbox_.tcp_clients[0].get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  for (int i = 0; i < 50 && upstream_.connections() < 1; ++i) usleep(20'000);
+  for (int i = 0; i < 50 && upstream_.received_bytes() < 1000; ++i) usleep(20'000);
+  // The second: 1000 + 100 bytes would exceed egress_bytes_max, so it is cut.
   int error = 0;
-  Exchange(sandbox_.tcp_clients[1].get(), fake, upstream_.port(), "x", true, error);
+  Exchange(sandbox_.tcp_clients[1].get(), fake, upstream_.port(), std::string(100, 'b'), true,
+           error);
   EXPECT_EQ(error, ECONNRESET);
   // The held connection ends normally: its 1000 bytes were within the 1024 allowed.
   shutdown(sandbox_.tcp_clients[0].get(), SHUT_WR);
   char buffer[2048];
   EXPECT_EQ(recv(sandbox_.tcp_clients[0].get(), buffer, sizeof(buffer), MSG_WAITALL), 1005);
-
-  // 1000 + 100 bytes would exceed egress_bytes_max: the connection is cut.
-  Exchange(sandbox_.tcp_clients[2].get(), fake, upstream_.port(), std::string(100, 'b'), true,
-           error);
+  // None is open now, but the run's two are spent: a third is reset.
+  sandbox_.tcp_clients[0].reset();
+  Exchange(sandbox_.tcp_clients[2].get(), fake, upstream_.port(), "x", true, error);
   EXPECT_EQ(error, ECONNRESET);
 
   auto summary = helper->Stop();
   ASSERT_TRUE(summary);
   EXPECT_EQ(summary->bytes_up, 1000u);
   const auto records = ReadAuditLog(log_path_);
-  bool limited_connections = false, limited_bytes = false;
+  int limited_connections = 0, limited_bytes = 0;
   for (const json& record : records) {
-    limited_connections = limited_connections || record.value("reason", "") == "limit_connections";
-    limited_bytes = limited_bytes || record.value("end", "") == "limit_bytes";
+    limited_connections += record.value("reason", "") == "limit_connections";
+    limited_bytes += record.value("end", "") == "limit_bytes";
   }
-  EXPECT_TRUE(limited_connections);
-  EXPECT_TRUE(limited_bytes);
+  EXPECT_EQ(limited_connections, 1);
+  EXPECT_EQ(limited_bytes, 1);
+  EXPECT_EQ(upstream_.connections(), 2);
 }
 
 TEST_F(NetdTest, RelaysBulkBothWaysAndCountsEveryByte) {

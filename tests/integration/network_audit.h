@@ -17,7 +17,7 @@
 //   reset (ECONNRESET), including limit_connections and every denial on 443;
 // - the audit-only listeners of §4.1 (22, 853, 8443 among them) accept and then reset, so a
 //   wrong port on an allowed name logs reason "port" instead of failing with ECONNREFUSED;
-// - max_connections counts connections held at once or in the run: the probe holds all open.
+// - max_connections counts the connections of the run (open or not); the probe holds all open.
 #pragma once
 
 #include <cstddef>

@@ -63,7 +63,7 @@ TEST(PolicyNetwork, AllowlistDefaults) {
   ASSERT_TRUE(policy) << policy.error().ToString();
   EXPECT_EQ(policy->network, NetworkMode::kAllowlist);
   EXPECT_EQ(policy->network_allowlist, NetworkAllowlist{});
-  EXPECT_EQ(policy->network_allowlist.limits.max_connections, 256u);
+  EXPECT_EQ(policy->network_allowlist.limits.max_connections, 4096u);
 }
 
 TEST(PolicyNetwork, StarPortIsFineInDeny) {
@@ -115,7 +115,7 @@ TEST(PolicyNetwork, LimitRejectionsNameTheKey) {
       {R"([])", "network.limits: expected an object"},
       {R"({"egress_bytes_max": 1})", "network.limits.egress_bytes_max: unknown key"},
       {R"({"max_connections": 0})", "network.limits.max_connections: 0 is out of range"},
-      {R"({"max_connections": 65537})", "network.limits.max_connections"},
+      {R"({"max_connections": 1000001})", "network.limits.max_connections"},
       {R"({"max_connections": 1.5})", "network.limits.max_connections: expected"},
       {R"({"max_connections": "8"})", "network.limits.max_connections: expected"},
       {R"({"egress_bytes": "1Q"})", "network.limits.egress_bytes"},
@@ -244,7 +244,7 @@ TEST(NetworkAllowlistJson, ShapeIsThePolicyObjectWithoutMode) {
       NetworkAllowlistToJson(allowlist),
       R"({"allow":["PyPI.org."],"allow_private":[],"deny":[],"extra_ca_files":[],"inject":[],)"
       R"("limits":{"connect_timeout":10.0,"egress_bytes":1073741824,"idle_timeout":300.0,)"
-      R"("max_connections":256},"proxy_env":false,"upstream_ca_files":[]})");
+      R"("max_connections":4096},"proxy_env":false,"upstream_ca_files":[]})");
 }
 
 TEST(NetworkAllowlistJson, ParsingIsStrict) {
