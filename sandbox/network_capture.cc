@@ -14,6 +14,7 @@
 #include "sandbox/fd_passing.h"
 #include "sandbox/network_helper_protocol.h"
 #include "sandbox/network_redirect.h"
+#include "sandbox/network_udp_tap.h"
 
 namespace sbx {
 namespace {
@@ -222,6 +223,10 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
     if (err != 0 || (family == AF_INET6 && !have_v6)) break;
     keep(BindDns(family), CaptureKind::kUdp, kDnsPort);
   }
+  for (int family : {AF_INET, AF_INET6}) {
+    if (err != 0 || (family == AF_INET6 && !have_v6)) break;
+    keep(OpenUdpTapInChild(family), CaptureKind::kUdpTap, 0);
+  }
   if (err == 0) err = SendBatches(plan.send_fd, plan.fds.data(), entries, count);
   for (size_t i = 0; i < count; ++i) ::close(plan.fds[i]);
   ::close(plan.send_fd);  // EOF tells the runner the list is complete
@@ -270,7 +275,7 @@ std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int 
   }
   // Anything short of the complete, expected set is no capture at all: the run must not start
   // with a port silently uncaptured.
-  size_t tcp = 0, tcp_dns = 0, redirect = 0, proxy = 0, unknown = 0;
+  size_t tcp = 0, tcp_dns = 0, redirect = 0, proxy = 0, udp_tap = 0, unknown = 0;
   for (const auto& socket : sockets) {
     switch (socket.kind) {
       case CaptureKind::kTcp:
@@ -280,6 +285,7 @@ std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int 
       case CaptureKind::kRedirect: ++redirect; break;
       case CaptureKind::kProxy: ++proxy; break;
       case CaptureKind::kUdp: break;
+      case CaptureKind::kUdpTap: ++udp_tap; break;
       default: ++unknown;  // a kind byte our child never sends
     }
   }
@@ -291,7 +297,7 @@ std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int 
                             plan.redirect != RedirectMode::kRequired;
   const size_t expected_proxy = plan.proxy_port != 0 ? 1 : 0;
   if (!complete || unknown != 0 || !(redirect_set || per_port_set) || proxy != expected_proxy ||
-      sockets.size() < tcp + redirect + expected_proxy + 1) {
+      udp_tap < 1 || udp_tap > 2 || sockets.size() < tcp + redirect + expected_proxy + udp_tap + 1) {
     for (const auto& socket : sockets) ::close(socket.fd);
     sockets.clear();
   }

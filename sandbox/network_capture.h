@@ -32,7 +32,8 @@ enum class RedirectMode {
 // listener on kRedirectCapturePort and one on kDnsPort (DNS over TCP to loopback), or
 // (redirect off or unavailable) one dual-stack TCP listener per port of tcp_ports; the proxy's
 // TCP listener on 127.0.0.1:proxy_port (proxy_env only), then UDP 53 on 0.0.0.0 and (when the
-// kernel has IPv6) on [::].
+// kernel has IPv6) on [::], then the UDP audit taps, IPv4 and (with IPv6) IPv6
+// (network_udp_tap.h).
 struct CapturePlan {
   bool enabled = false;
   std::vector<uint16_t> tcp_ports;
@@ -47,7 +48,7 @@ struct CapturePlan {
 
   size_t SocketCount() const {
     return tcp_ports.size() + (redirect != RedirectMode::kOff ? 2 : 0) +
-           (proxy_port != 0 ? 1 : 0) + 2;
+           (proxy_port != 0 ? 1 : 0) + 2 + 2;  // UDP 53 and the UDP tap, per family
   }
 };
 

@@ -79,8 +79,9 @@ enum class CaptureKind : uint8_t {
   kRedirect,  // the all-port listener: the destination is the connection's SO_ORIGINAL_DST
   kProxy,     // the proxy_env listener (TCP)
   kUdp,       // DNS
+  kUdpTap,    // a raw UDP socket: datagrams to non-loopback addresses (network_udp_tap.h)
 };
-inline constexpr const char* kCaptureKindNames[] = {"tcp", "redirect", "proxy", "udp"};
+inline constexpr const char* kCaptureKindNames[] = {"tcp", "redirect", "proxy", "udp", "udp_tap"};
 inline const char* CaptureKindName(CaptureKind kind) {
   return kCaptureKindNames[static_cast<size_t>(kind)];
 }

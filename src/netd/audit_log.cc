@@ -78,7 +78,7 @@ void AuditLog::LogDns(const DnsAuditRecord& record) {
 void AuditLog::LogConn(const ConnAuditRecord& record) {
   nlohmann::ordered_json fields;
   fields["ev"] = "conn";
-  fields["proto"] = "tcp";
+  fields["proto"] = record.proto;
   fields["dst"] = record.dst;
   if (record.via_proxy) fields["via"] = "proxy";
   fields["name"] = record.name ? nlohmann::ordered_json(*record.name) : nullptr;

@@ -28,7 +28,7 @@ inline constexpr const char* kDenyReasons[] = {
     "host_mismatch",    "resolve_failed",   "tls_verify_failed",
     "http_rule",        "placeholder_leak", "limit_connections",
     "limit_bytes",      "timeout",          "upstream_error",
-    "proxy_request"};
+    "proxy_request",    "udp"};
 bool IsDenyReason(const std::string& reason);
 
 struct DnsAuditRecord {
@@ -41,6 +41,7 @@ struct DnsAuditRecord {
 };
 
 struct ConnAuditRecord {
+  std::string proto = "tcp";        // "udp": a datagram the tap saw (udp_tap.h), always denied
   std::string dst;                  // "198.18.4.17:443", "[2001:db8::1]:443"
   std::optional<std::string> name;  // null for an IP literal no SNI/Host named
   std::string name_src;             // "fakeip", "sni", "host"; "" when name is null

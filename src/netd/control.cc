@@ -266,12 +266,17 @@ Result<std::vector<CaptureSocket>> ReceiveCaptureSockets(int control_fd) {
       const auto kind =
           entry["proto"].is_string() ? ParseCaptureKind(entry["proto"].get<std::string>()) : std::nullopt;
       if (!kind) {
-        return ProtocolError(where + ".proto: expected \"tcp\", \"redirect\", \"proxy\" or \"udp\"");
+        return ProtocolError(where +
+                             ".proto: expected \"tcp\", \"redirect\", \"proxy\", \"udp\" or \"udp_tap\"");
       }
       socket.kind = *kind;
-      if (!entry["port"].is_number_integer() || entry["port"].get<int64_t>() < 1 ||
-          entry["port"].get<int64_t>() > 65535) {
-        return ProtocolError(where + ".port: expected 1..65535");
+      // The tap is bound to an interface, not a port: its port is 0.
+      const int64_t least = socket.kind == CaptureKind::kUdpTap ? 0 : 1;
+      const int64_t most = socket.kind == CaptureKind::kUdpTap ? 0 : 65535;
+      if (!entry["port"].is_number_integer() || entry["port"].get<int64_t>() < least ||
+          entry["port"].get<int64_t>() > most) {
+        return ProtocolError(where + ".port: expected " +
+                             (most == 0 ? std::string("0 (udp_tap)") : std::string("1..65535")));
       }
       socket.port = static_cast<uint16_t>(entry["port"].get<int64_t>());
       socket.fd = std::move(fds[i]);

@@ -32,6 +32,17 @@ Result<void> NetdServer::AddCapture(CaptureKind kind, uint16_t port, UniqueFd fd
   }
   auto type = SocketOption(fd.get(), SO_TYPE, "SO_TYPE");
   auto domain = SocketOption(fd.get(), SO_DOMAIN, "SO_DOMAIN");
+  if (kind == CaptureKind::kUdpTap) {
+    auto protocol = SocketOption(fd.get(), SO_PROTOCOL, "SO_PROTOCOL");
+    if (!type || !domain || !protocol || (*domain != AF_INET && *domain != AF_INET6) ||
+        *type != SOCK_RAW || *protocol != IPPROTO_UDP || udp_taps_.size() >= 2) {
+      return MakeError(ErrorCode::kInvalidInput, what + ": not a raw UDP socket of a UDP tap");
+    }
+    auto tap = std::make_unique<UdpTap>(io_, context_);
+    SBX_TRY_CTX(tap->Start(std::move(fd), *domain), what);
+    udp_taps_.push_back(std::move(tap));
+    return Ok{};
+  }
   auto listening = SocketOption(fd.get(), SO_ACCEPTCONN, "SO_ACCEPTCONN");
   if (!type || !domain || !listening)
     return MakeError(ErrorCode::kInvalidInput, what + ": not a socket");
@@ -131,6 +142,7 @@ void NetdServer::Stop() {
     listener->retry.cancel();
   }
   for (auto& dns : dns_) dns->Stop();
+  for (auto& tap : udp_taps_) tap->Stop();
   // Stopping a connection removes it from the map: walk a copy.
   std::vector<std::shared_ptr<TcpConnection>> live;
   for (auto& [pointer, connection] : connections_) live.push_back(connection);

@@ -24,6 +24,7 @@
 #include "src/netd/dns_tcp_session.h"
 #include "src/netd/netd_context.h"
 #include "src/netd/tcp_connection.h"
+#include "src/netd/udp_tap.h"
 
 namespace sbx::netd {
 
@@ -59,6 +60,7 @@ class NetdServer {
   NetdContext& context_;
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::vector<std::unique_ptr<DnsService>> dns_;
+  std::vector<std::unique_ptr<UdpTap>> udp_taps_;  // IPv4, and IPv6 when the sandbox has it
   std::unordered_map<TcpConnection*, std::shared_ptr<TcpConnection>> connections_;
   uint64_t connections_taken_ = 0;  // in the run: what max_connections counts
   std::unordered_map<DnsTcpSession*, std::shared_ptr<DnsTcpSession>> dns_sessions_;

@@ -37,12 +37,16 @@ std::vector<std::string> ExfilQueries(const std::vector<std::string>& names) {
   return args;
 }
 
-TEST_F(NetworkAllowlist, Net21UdpToTheInternetIsRefusedAtOnce) {
+TEST_F(NetworkAllowlist, Net21UdpToTheInternetIsRefusedAtOnceAndLogged) {
+  // QUIC to an allowed name (its fake address) as well as UDP to an address.
+  const std::vector<std::string> quic = {"udp", "pypi.test", "443"};
   for (int port : nettest::kUdpSinkPorts) {
     auto control = Control({"udp", kPypi, std::to_string(port)});
     EXPECT_EQ(Str(control.probe, "reply"), "udp-sink pypi.test:" + std::to_string(port))
         << control.diagnostics;
   }
+  auto control = Control(quic);
+  EXPECT_EQ(Str(control.probe, "reply"), "udp-sink pypi.test:443") << control.diagnostics;
   SBX_NET_SANDBOXED_HALF();
   for (int port : nettest::kUdpSinkPorts) {
     SCOPED_TRACE(port);
@@ -51,7 +55,18 @@ TEST_F(NetworkAllowlist, Net21UdpToTheInternetIsRefusedAtOnce) {
     EXPECT_EQ(Str(run.probe, "errno_name"), "ECONNREFUSED") << run.diagnostics;
     EXPECT_LT(Number(run.probe, "ms"), 1000 * WallClockScale()) << run.diagnostics;
     EXPECT_EQ(CountEvents(run.events, {.kind = "datagram"}), 0u);
+    ExpectRecord(ReadAuditLog(run.result), ConnDenied("udp", Endpoint(kPypi, port)));
   }
+  auto run = Sandboxed(Allowlist({"pypi.test"}), quic);
+  ASSERT_TRUE(run.ran);
+  EXPECT_EQ(Str(run.probe, "errno_name"), "ECONNREFUSED") << run.diagnostics;
+  EXPECT_EQ(CountEvents(run.events, {.kind = "datagram"}), 0u);
+  const auto log = ReadAuditLog(run.result);
+  ExpectRecord(log, {.ev = "conn", .decision = "deny", .reason = "udp", .name = "pypi.test",
+                     .name_src = "fakeip", .dst_port = 443});
+  // Its lookup went to the stub (logged as DNS), not through the tap.
+  ExpectRecord(log, DnsAllowed("pypi.test", "allow[0]"));
+  ExpectNoRecord(log, {.ev = "conn", .reason = "udp", .dst_port = 53});
 }
 
 TEST_F(NetworkAllowlist, Net22DnsExfiltrationNeverLeaves) {

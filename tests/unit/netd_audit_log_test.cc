@@ -73,9 +73,16 @@ TEST_F(AuditLogTest, DnsAndConnRecordsCarryTheCommonFields) {
   denied.dst = "203.0.113.9:22";
   denied.reason = "no_rule";
   log.LogConn(denied);
+  ConnAuditRecord datagram;
+  datagram.proto = "udp";
+  datagram.dst = "198.18.0.7:443";
+  datagram.name = "pypi.org";
+  datagram.name_src = "fakeip";
+  datagram.reason = "udp";
+  log.LogConn(datagram);
 
   const auto lines = Lines(pipe_[0]);
-  ASSERT_EQ(lines.size(), 3u);
+  ASSERT_EQ(lines.size(), 4u);
   const auto dns = nlohmann::json::parse(lines[0]);
   EXPECT_EQ(lines[0].rfind(R"({"v":1,"run":"r7f3a","seq":1,"ts":")", 0), 0u) << lines[0];
   EXPECT_TRUE(IsUtcMillisecondTimestamp(dns["ts"].get<std::string>())) << dns["ts"];
@@ -105,8 +112,15 @@ TEST_F(AuditLogTest, DnsAndConnRecordsCarryTheCommonFields) {
   EXPECT_TRUE(deny["name"].is_null());
   EXPECT_EQ(deny["decision"], "deny");
   EXPECT_EQ(deny["reason"], "no_rule");
+  EXPECT_EQ(deny["proto"], "tcp");
   EXPECT_FALSE(deny.contains("bytes_up"));
   EXPECT_FALSE(deny.contains("upstream"));
+
+  const auto udp = nlohmann::json::parse(lines[3]);
+  EXPECT_EQ(udp["proto"], "udp");
+  EXPECT_EQ(udp["name"], "pypi.org");
+  EXPECT_EQ(udp["decision"], "deny");
+  EXPECT_EQ(udp["reason"], "udp");
 }
 
 TEST_F(AuditLogTest, HostileNamesCannotBreakOrForgeALine) {
@@ -144,7 +158,8 @@ TEST_F(AuditLogTest, NoFdWritesNothing) {
 TEST(DenyReasons, TheFixedList) {
   for (const char* reason : {"no_rule", "deny_rule", "port", "internal_address", "unmapped_fake_ip",
                              "sni_mismatch", "host_mismatch", "resolve_failed", "limit_connections",
-                             "limit_bytes", "timeout", "upstream_error"}) {
+                             "limit_bytes", "timeout", "upstream_error", "tls_verify_failed",
+                             "http_rule", "placeholder_leak", "proxy_request", "udp"}) {
     EXPECT_TRUE(IsDenyReason(reason)) << reason;
   }
   EXPECT_FALSE(IsDenyReason("blocked"));

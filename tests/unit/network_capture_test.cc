@@ -54,24 +54,28 @@ TEST(CaptureHandOver, TakesOnlyAWholeSetOfOneOfThePlansModes) {
   const Entry tcp_dns{CaptureKind::kTcp, 0, 53};
   const Entry http{CaptureKind::kTcp, 0, 80}, https{CaptureKind::kTcp, 0, 443};
   const Entry dns{CaptureKind::kUdp, 0, 53};
+  const Entry tap{CaptureKind::kUdpTap, 0, 0};
   const CapturePlan preferred = PrepareCapturePlan(ports, RedirectMode::kPreferred, 0, -1);
   const CapturePlan required = PrepareCapturePlan(ports, RedirectMode::kRequired, 0, -1);
   const CapturePlan off = PrepareCapturePlan(ports, RedirectMode::kOff, 0, -1);
 
-  EXPECT_EQ(Receive(preferred, {redirect, tcp_dns, dns}), 3u) << "the redirect";
-  EXPECT_EQ(Receive(preferred, {tcp_dns, http, https, dns}), 4u) << "the fallback";
-  EXPECT_EQ(Receive(required, {redirect, tcp_dns, dns}), 3u);
-  EXPECT_EQ(Receive(off, {tcp_dns, http, https, dns}), 4u);
+  EXPECT_EQ(Receive(preferred, {redirect, tcp_dns, dns, tap}), 4u) << "the redirect";
+  EXPECT_EQ(Receive(preferred, {tcp_dns, http, https, dns, tap}), 5u) << "the fallback";
+  EXPECT_EQ(Receive(required, {redirect, tcp_dns, dns, tap}), 4u);
+  EXPECT_EQ(Receive(off, {tcp_dns, http, https, dns, tap}), 5u);
 
-  EXPECT_EQ(Receive(preferred, {redirect, dns}), 0u) << "the redirect without DNS over TCP";
-  EXPECT_EQ(Receive(preferred, {redirect, http, dns}), 0u) << "a mixed set";
-  EXPECT_EQ(Receive(preferred, {redirect, redirect, tcp_dns, dns}), 0u) << "two redirect listeners";
-  EXPECT_EQ(Receive(preferred, {tcp_dns, http, dns}), 0u) << "a port missing";
-  EXPECT_EQ(Receive(required, {tcp_dns, http, https, dns}), 0u)
+  EXPECT_EQ(Receive(preferred, {redirect, dns, tap}), 0u) << "the redirect without DNS over TCP";
+  EXPECT_EQ(Receive(preferred, {redirect, http, dns, tap}), 0u) << "a mixed set";
+  EXPECT_EQ(Receive(preferred, {redirect, redirect, tcp_dns, dns, tap}), 0u) << "two redirect listeners";
+  EXPECT_EQ(Receive(preferred, {tcp_dns, http, dns, tap}), 0u) << "a port missing";
+  EXPECT_EQ(Receive(required, {tcp_dns, http, https, dns, tap}), 0u)
       << "ports where only the redirect will do";
-  EXPECT_EQ(Receive(off, {redirect, tcp_dns, dns}), 0u) << "a redirect the plan did not ask for";
-  EXPECT_EQ(Receive(preferred, {redirect, tcp_dns}), 0u) << "no DNS";
-  EXPECT_EQ(Receive(preferred, {{static_cast<CaptureKind>(9), 0, 1}, redirect, tcp_dns, dns}), 0u)
+  EXPECT_EQ(Receive(off, {redirect, tcp_dns, dns, tap}), 0u) << "a redirect the plan did not ask for";
+  EXPECT_EQ(Receive(preferred, {redirect, tcp_dns, tap}), 0u) << "no DNS";
+  EXPECT_EQ(Receive(preferred, {redirect, tcp_dns, dns}), 0u) << "no UDP tap";
+  EXPECT_EQ(Receive(preferred, {redirect, tcp_dns, dns, dns, tap, tap}), 6u) << "IPv6 too";
+  EXPECT_EQ(Receive(preferred, {redirect, tcp_dns, dns, tap, tap, tap}), 0u) << "three UDP taps";
+  EXPECT_EQ(Receive(preferred, {{static_cast<CaptureKind>(9), 0, 1}, redirect, tcp_dns, dns, tap}), 0u)
       << "an unknown kind";
 }
 
