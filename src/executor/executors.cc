@@ -180,6 +180,8 @@ Result<CodeResult> SessionExecutor::Execute(const std::vector<CodeBlock>& blocks
     NetworkLogDigest digest = ReadNetworkLogSince(network_log_path_, &network_log_offset_);
     total.network_blocked = std::move(digest.denials);
     total.network_failed = std::move(digest.failures);
+    total.network_allowed = digest.allowed;
+    total.network_denied = digest.denied;
   }
   return total;
 }

@@ -60,6 +60,8 @@ TEST(ExecutorNetwork, EachResultListsWhatThePolicyBlockedDuringIt) {
   EXPECT_EQ(blocked->output, "gaierror -2\n");  // EAI_NONAME: the stub DNS said NXDOMAIN
   ASSERT_EQ(blocked->network_blocked.size(), 1u);
   EXPECT_EQ(blocked->network_blocked[0], "blocked.example (no_rule)");
+  EXPECT_EQ(blocked->network_allowed, 0u);
+  EXPECT_GE(blocked->network_denied, 1u);  // A, and AAAA when the resolver asks for it
   EXPECT_EQ(blocked->network_log_path, logs.path() + "/network-1.jsonl");
   EXPECT_NE(agent::DescribeResult(*blocked, 4096).find("[blocked by the sandbox's network policy, not an outage] "
                                                        "blocked.example (no_rule)"),
@@ -71,6 +73,8 @@ TEST(ExecutorNetwork, EachResultListsWhatThePolicyBlockedDuringIt) {
   EXPECT_EQ(allowed->output, "resolved\n");
   EXPECT_TRUE(allowed->network_blocked.empty());
   EXPECT_TRUE(allowed->network_failed.empty());
+  EXPECT_GE(allowed->network_allowed, 1u);
+  EXPECT_EQ(allowed->network_denied, 0u);
 
   // An allowed name that fails upstream is reported as a failure, never as a policy block:
   // a model told "blocked" would stop retrying what may be an outage.
