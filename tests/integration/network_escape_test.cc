@@ -20,11 +20,18 @@ const std::string kDns(nettest::kDnsAddress);
 std::vector<std::string> ExfilNames(int count) {
   std::random_device random;
   std::vector<std::string> names;
-  for (int i = 0; i < count; ++i) {
-    char label[17];
-    std::snprintf(label, sizeof(label), "%08x%08x", random(), random());
-    names.push_back(std::string(label) + ".evil.test");
-  }
+  // Long labels, as tunnels use them: a 63-byte one (the most a label holds) and a 40-byte one
+  // of random hex, so no cache or earlier run could have seen them.
+  auto hex = [&](size_t length) {
+    std::string text;
+    while (text.size() < length) {
+      char word[9];
+      std::snprintf(word, sizeof(word), "%08x", random());
+      text += word;
+    }
+    return text.substr(0, length);
+  };
+  for (int i = 0; i < count; ++i) names.push_back(hex(63) + "." + hex(40) + ".evil.test");
   return names;
 }
 
