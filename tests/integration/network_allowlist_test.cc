@@ -171,5 +171,23 @@ TEST_F(NetworkAllowlist, Net17AllowedNameOnAnotherPortIsReset) {
   }
 }
 
+// An allowed name on a port where nobody listens: the kernel refuses it outside; inside, netd
+// has accepted the sandbox's connection before it dials, so the code sees a reset, and the log
+// says the upstream failed (not the policy).
+TEST_F(NetworkAllowlist, Net32AnAllowedPortNobodyListensOnIsResetAndLoggedAsUpstreamError) {
+  constexpr int kClosedPort = 9;
+  const std::vector<std::string> probe = {"banner", "pypi.test", std::to_string(kClosedPort)};
+  auto control = Control(probe);
+  EXPECT_EQ(Str(control.probe, "errno_name"), "ECONNREFUSED") << control.diagnostics;
+  SBX_NET_SANDBOXED_HALF();
+  auto run = Sandboxed(Allowlist({"pypi.test:" + std::to_string(kClosedPort)}), probe);
+  ASSERT_TRUE(run.ran);
+  ExpectReset(run.probe);
+  AuditMatch failed = ConnDenied("upstream_error");
+  failed.name = "pypi.test";
+  failed.dst_port = kClosedPort;
+  ExpectRecord(ReadAuditLog(run.result), failed);
+}
+
 }  // namespace
 }  // namespace sbx::testing
