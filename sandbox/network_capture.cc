@@ -275,7 +275,7 @@ std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int 
   }
   // Anything short of the complete, expected set is no capture at all: the run must not start
   // with a port silently uncaptured.
-  size_t tcp = 0, tcp_dns = 0, redirect = 0, proxy = 0, udp_tap = 0, unknown = 0;
+  size_t tcp = 0, tcp_dns = 0, redirect = 0, proxy = 0, udp_dns = 0, udp_tap = 0, unknown = 0;
   for (const auto& socket : sockets) {
     switch (socket.kind) {
       case CaptureKind::kTcp:
@@ -284,7 +284,7 @@ std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int 
         break;
       case CaptureKind::kRedirect: ++redirect; break;
       case CaptureKind::kProxy: ++proxy; break;
-      case CaptureKind::kUdp: break;
+      case CaptureKind::kUdp: ++udp_dns; break;
       case CaptureKind::kUdpTap: ++udp_tap; break;
       default: ++unknown;  // a kind byte our child never sends
     }
@@ -297,7 +297,7 @@ std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int 
                             plan.redirect != RedirectMode::kRequired;
   const size_t expected_proxy = plan.proxy_port != 0 ? 1 : 0;
   if (!complete || unknown != 0 || !(redirect_set || per_port_set) || proxy != expected_proxy ||
-      udp_tap < 1 || udp_tap > 2 || sockets.size() < tcp + redirect + expected_proxy + udp_tap + 1) {
+      udp_dns < 1 || udp_dns > 2 || udp_tap != udp_dns) {  // UDP 53 and a tap per family
     for (const auto& socket : sockets) ::close(socket.fd);
     sockets.clear();
   }

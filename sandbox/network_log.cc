@@ -35,8 +35,7 @@ std::string DenialText(const nlohmann::json& record) {
 }  // namespace
 
 bool IsNetworkFailureReason(const std::string& reason) {
-  return reason == "resolve_failed" || reason == "upstream_error" || reason == "tls_verify_failed" ||
-         reason == "timeout";
+  return reason == "resolve_failed" || reason == "upstream_error" || reason == "tls_verify_failed";
 }
 
 NetworkLogDigest ReadNetworkLogSince(const std::string& path, uint64_t* offset) {

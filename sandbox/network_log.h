@@ -20,8 +20,9 @@ struct NetworkLogDigest {
 };
 
 // A deny reason that is not the policy's decision: the policy allowed the request, and the
-// name did not resolve, the upstream could not be reached or its certificate verified, or a
-// timeout ran out. A model told "blocked by policy" stops retrying; these may be outages.
+// name did not resolve, or the upstream could not be reached (a connect timeout included) or
+// its certificate verified. A model told "blocked by policy" stops retrying; these may be
+// outages. (`timeout` is not one: the client sent no name in time, so nothing was decided.)
 bool IsNetworkFailureReason(const std::string& reason);
 
 // Reads complete lines from byte *offset on and advances *offset past them (a line still

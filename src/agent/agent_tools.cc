@@ -118,7 +118,7 @@ std::string DescribeResult(const executor::CodeResult& result, size_t max_bytes)
   }
   if (!result.network_failed.empty()) {
     // Allowed by the policy, failed on the way: retrying later may work.
-    text += "[allowed by the network policy but failed: not resolvable, unreachable, unverified or timed out]";
+    text += "[allowed by the network policy but failed: not resolvable, unreachable or unverified]";
     for (const std::string& failed : result.network_failed) text += " " + failed;
     text += "\n";
   }

@@ -61,7 +61,7 @@ struct CodeResult {
   bool rejected = false;  // nothing ran: a block was refused (unknown language)
   // Network allowlist: what the policy refused during this execution ("name (reason)"), what
   // it allowed but failed (the name did not resolve, the upstream was unreachable or failed
-  // verification, a timeout), how many decisions of each kind the audit log recorded during it
+  // verification), how many decisions of each kind the audit log recorded during it
   // (DNS queries and connections; denied counts failures too), and the session's audit log.
   // The log's digest exists once its writer has stopped: `sbx run --json` reports it.
   std::vector<std::string> network_blocked;

@@ -270,7 +270,7 @@ Result<std::vector<CaptureSocket>> ReceiveCaptureSockets(int control_fd) {
                              ".proto: expected \"tcp\", \"redirect\", \"proxy\", \"udp\" or \"udp_tap\"");
       }
       socket.kind = *kind;
-      // The tap is bound to an interface, not a port: its port is 0.
+      // A tap (a raw socket) has no port: its port is 0.
       const int64_t least = socket.kind == CaptureKind::kUdpTap ? 0 : 1;
       const int64_t most = socket.kind == CaptureKind::kUdpTap ? 0 : 65535;
       if (!entry["port"].is_number_integer() || entry["port"].get<int64_t>() < least ||

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "sandbox/network_rules.h"
@@ -34,6 +35,8 @@ struct NetdContext {
   FakeIpPool pool;
   AuditLog log;
   RunCounters counters;
+  // The UDP flows logged so far ("<source port> <destination>"), for every tap (udp_tap.h).
+  std::set<std::string> udp_flows;
   // Set when the policy has inject rules (the MITM path); shared_ptr so this header needs no
   // TLS headers.
   std::shared_ptr<MitmContext> mitm;

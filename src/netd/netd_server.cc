@@ -35,8 +35,11 @@ Result<void> NetdServer::AddCapture(CaptureKind kind, uint16_t port, UniqueFd fd
   if (kind == CaptureKind::kUdpTap) {
     auto protocol = SocketOption(fd.get(), SO_PROTOCOL, "SO_PROTOCOL");
     if (!type || !domain || !protocol || (*domain != AF_INET && *domain != AF_INET6) ||
-        *type != SOCK_RAW || *protocol != IPPROTO_UDP || udp_taps_.size() >= 2) {
+        *type != SOCK_RAW || *protocol != IPPROTO_UDP) {
       return MakeError(ErrorCode::kInvalidInput, what + ": not a raw UDP socket of a UDP tap");
+    }
+    for (const auto& tap : udp_taps_) {
+      if (tap->family() == *domain) return MakeError(ErrorCode::kInvalidInput, what + ": a second tap of its family");
     }
     auto tap = std::make_unique<UdpTap>(io_, context_);
     SBX_TRY_CTX(tap->Start(std::move(fd), *domain), what);

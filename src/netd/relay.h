@@ -4,9 +4,10 @@
 // - In the kernel: per direction a pipe, socket -> pipe -> socket with splice(2), so relayed
 //   bytes are never copied into netd. Asio only says when a socket is ready (async_wait); the
 //   sockets are non-blocking and the splices are made here.
-// - A direction reads whenever its pipe has room, also while the receiver is not taking bytes
-//   (the sender's window stays open), and waits for the receiver once the pipe is full, so a
-//   slow reader still slows its writer down. Pipes start at the kernel's default size; a direction
+// - A direction reads whenever its pipe may have room, also while the receiver is not taking
+//   bytes (the sender's window stays open). With bytes in the pipe and neither side moving, it
+//   waits for the receiver; with none, for the sender. The pipe is bounded, so a slow reader
+//   still slows its writer down. Pipes start at the kernel's default size; a direction
 //   that fills its pipe grows it to kRelayPipeBytes (best effort: pipe pages are accounted to
 //   netd's uid, shared by every run).
 // - Half-close aware: end of stream from one side becomes shutdown(SHUT_WR) towards the other,

@@ -73,7 +73,15 @@ Result<void> UdpTap::Start(UniqueFd fd, int family) {
 }
 
 void UdpTap::Stop() {
+  if (stopped_ || !descriptor_.is_open()) return;
   stopped_ = true;
+  // What the program sent just before it ended may still be queued: log it before the summary.
+  for (size_t i = 0; i < kMaxUdpFlowsLogged; ++i) {
+    bool again = false;
+    auto datagram = ReadOne(&again);
+    if (again) break;
+    if (datagram) Record(*datagram);
+  }
   boost::system::error_code ec;
   descriptor_.close(ec);
 }
@@ -128,9 +136,10 @@ std::optional<TappedDatagram> UdpTap::ReadOne(bool* again) {
 }
 
 void UdpTap::Record(const TappedDatagram& datagram) {
-  if (flows_.size() >= kMaxUdpFlowsLogged) return;
+  std::set<std::string>& flows = context_.udp_flows;
+  if (flows.size() >= kMaxUdpFlowsLogged) return;
   const std::string destination = EndpointToString(datagram.destination);
-  if (!flows_.insert(std::to_string(datagram.source.port) + " " + destination).second) return;
+  if (!flows.insert(std::to_string(datagram.source.port) + " " + destination).second) return;
   ConnAuditRecord record;
   record.proto = "udp";
   record.dst = destination;

@@ -7,9 +7,10 @@
 // fast the code sends (the kernel refuses the rest all the same).
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <span>
 #include <string>
 
@@ -43,7 +44,9 @@ class UdpTap {
   UdpTap(boost::asio::io_context& io, NetdContext& context) : descriptor_(io), context_(context) {}
   // Takes a tap (a non-blocking raw UDP socket of `family`) and starts reading it.
   Result<void> Start(UniqueFd fd, int family);
+  // Logs what is still queued, then closes the tap.
   void Stop();
+  int family() const { return v6_ ? AF_INET6 : AF_INET; }
 
  private:
   void Wait();
@@ -54,7 +57,6 @@ class UdpTap {
   boost::asio::posix::stream_descriptor descriptor_;
   NetdContext& context_;
   bool v6_ = false;
-  std::set<std::string> flows_;  // "<source port> <destination>" of each flow logged
   bool stopped_ = false;
 };
 

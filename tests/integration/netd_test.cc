@@ -776,23 +776,30 @@ TEST_F(NetdTest, DeliversAllAnUpstreamSentBeforeItsEndToASlowReader) {
 }
 
 // A listener whose accept queue is full: the kernel drops further SYNs, so a connect to it
-// gets no answer at all (the kernel alone would retry for about two minutes).
+// gets no answer at all (the kernel alone would retry for about two minutes). A backlog of 1
+// holds two connections (the queue is full once it holds more than the backlog); with a
+// backlog of 0 the first SYN would already need a SYN cookie.
 class SilentListener {
  public:
   SilentListener() {
-    listener_ = LoopbackListener(0, &port_);
-    filler_ = UniqueFd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    listener_ = LoopbackListener(1, &port_);
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     address.sin_port = htons(port_);
-    EXPECT_EQ(connect(filler_.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    for (UniqueFd& filler : fillers_) {
+      filler = UniqueFd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      const timeval timeout{5, 0};
+      setsockopt(filler.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));  // connect
+      EXPECT_EQ(connect(filler.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0)
+          << std::strerror(errno);
+    }
   }
   uint16_t port() const { return port_; }
 
  private:
   UniqueFd listener_;
-  UniqueFd filler_;  // the one connection the queue holds, never accepted
+  UniqueFd fillers_[2];  // the connections the queue holds, never accepted
   uint16_t port_ = 0;
 };
 

@@ -73,7 +73,21 @@ TEST_F(NetworkAllowlist, Net21UdpToTheInternetIsRefusedAtOnceAndLogged) {
                      .name_src = "fakeip", .dst_port = 443});
   // Its lookup went to the stub (logged as DNS), not through the tap.
   ExpectRecord(log, DnsAllowed("pypi.test", "allow[0]"));
-  ExpectNoRecord(log, {.ev = "conn", .reason = "udp", .dst_port = 53});
+
+  // IPv6 has its own tap. And port 53 of any address is the stub's, never a udp record (the
+  // stub answers the probe's bytes or drops them; either way nothing leaves).
+  const std::string v6(nettest::AddressOf("v6.test"));
+  auto v6_control = Control({"udp", v6, "443"});
+  EXPECT_EQ(Str(v6_control.probe, "errno_name"), "ECONNREFUSED")
+      << "the internet's host refuses it: it got there. " << v6_control.diagnostics;
+  auto v6_run = Sandboxed(Allowlist({"pypi.test"}), {"udp", v6, "443"});
+  ASSERT_TRUE(v6_run.ran);
+  EXPECT_EQ(Str(v6_run.probe, "errno_name"), "ECONNREFUSED") << v6_run.diagnostics;
+  ExpectRecord(ReadAuditLog(v6_run.result), ConnDenied("udp", "[" + v6 + "]:443"));
+  auto dns_run = Sandboxed(Allowlist({"pypi.test"}), {"udp", kPypi, "53"});
+  ASSERT_TRUE(dns_run.ran);
+  EXPECT_EQ(CountEvents(dns_run.events, {.kind = "datagram"}), 0u);
+  ExpectNoRecord(ReadAuditLog(dns_run.result), {.ev = "conn", .reason = "udp"});
 }
 
 TEST_F(NetworkAllowlist, Net22DnsExfiltrationNeverLeaves) {

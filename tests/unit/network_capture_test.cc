@@ -74,7 +74,9 @@ TEST(CaptureHandOver, TakesOnlyAWholeSetOfOneOfThePlansModes) {
   EXPECT_EQ(Receive(preferred, {redirect, tcp_dns, tap}), 0u) << "no DNS";
   EXPECT_EQ(Receive(preferred, {redirect, tcp_dns, dns}), 0u) << "no UDP tap";
   EXPECT_EQ(Receive(preferred, {redirect, tcp_dns, dns, dns, tap, tap}), 6u) << "IPv6 too";
-  EXPECT_EQ(Receive(preferred, {redirect, tcp_dns, dns, tap, tap, tap}), 0u) << "three UDP taps";
+  EXPECT_EQ(Receive(preferred, {redirect, tcp_dns, dns, dns, tap}), 0u) << "IPv6 without its tap";
+  EXPECT_EQ(Receive(preferred, {redirect, tcp_dns, dns, tap, tap}), 0u) << "a tap without its DNS";
+  EXPECT_EQ(Receive(preferred, {redirect, tcp_dns, dns, dns, tap, tap, tap}), 0u) << "three UDP taps";
   EXPECT_EQ(Receive(preferred, {{static_cast<CaptureKind>(9), 0, 1}, redirect, tcp_dns, dns, tap}), 0u)
       << "an unknown kind";
 }
