@@ -239,6 +239,13 @@ int RunAgentCommand(int argc, char** argv) {
   }
   if (!result.copy_error.empty()) std::fprintf(stderr, "sbx agent: outputs not copied: %s\n", result.copy_error.c_str());
   std::fprintf(stderr, "sbx agent: outputs in %s, transcript %s\n", out_dir.c_str(), transcript_path.c_str());
+  (*session)->Close();  // its network log is complete only once its sbx-netd has stopped
+  for (const NetworkOutcome& network : (*session)->EndedNetworks()) {
+    std::fprintf(stderr, "sbx agent: network log %s (sha256 %s): %llu allowed, %llu denied, tcp coverage %s\n",
+                 network.log_path.c_str(), network.log_sha256.c_str(),
+                 static_cast<unsigned long long>(network.allowed), static_cast<unsigned long long>(network.denied),
+                 network.tcp_coverage.c_str());
+  }
   if (result.end == agent::AgentEnd::kError) {
     std::fprintf(stderr, "sbx agent: stopped: %s\n", result.error.c_str());
     return 1;

@@ -63,12 +63,19 @@ struct CodeResult {
   // it allowed but failed (the name did not resolve, the upstream was unreachable or failed
   // verification), how many decisions of each kind the audit log recorded during it
   // (DNS queries and connections; denied counts failures too), and the session's audit log.
-  // The log's digest exists once its writer has stopped: `sbx run --json` reports it.
   std::vector<std::string> network_blocked;
   std::vector<std::string> network_failed;
   uint64_t network_allowed = 0;
   uint64_t network_denied = 0;
   std::string network_log_path;
+  std::string network_mode = "none";  // "none", "host" (LocalExecutor always) or "allowlist"
+  // Known once the sandbox has ended, so its log is complete: after every SandboxExecutor call,
+  // and after a SessionExecutor execution that lost its session (a live session's log is still
+  // being written; SessionExecutor::EndedNetworks() has them once it ends). Which TCP ports
+  // were captured ("all": the nf_tables redirect; "listed+audit": a listener per port) and the
+  // SHA-256 of the log as sbx-netd wrote it (compare with `sha256sum` of the file).
+  std::string network_coverage;
+  std::string network_log_sha256;
 };
 
 class CodeExecutor {

@@ -70,6 +70,7 @@ SessionExecutor::~SessionExecutor() {
 }
 
 Result<void> SessionExecutor::Prepare(bool local) {
+  local_ = local;
   SBX_TRY(ValidatePolicy(options_.policy));
   SBX_TRY(ValidateManifest(options_.manifest));
   if (options_.session_idle_seconds < 0 || options_.session_max_seconds < LimitRanges::kMinTimeout ||
@@ -144,7 +145,7 @@ Result<CodeResult> SessionExecutor::Execute(const std::vector<CodeBlock>& blocks
   if (auto valid = ValidateBlocks(blocks); !valid) return Rejected(valid.error());
   CodeResult total;
   if (session_ && session_->EndedWhileIdle()) {
-    session_.reset();
+    EndSession();
     pending_notice_ = "the previous session ended while idle (idle timeout or its lifetime): its "
                       "variables and imports are lost; this is a fresh session";
   }
@@ -168,27 +169,49 @@ Result<CodeResult> SessionExecutor::Execute(const std::vector<CodeBlock>& blocks
     bool failed = result.status != RunStatus::kExited || result.exit_code != 0 || result.rejected;
     Merge(total, std::move(result));
     if (!session_->alive()) {
-      session_.reset();
+      EndSession();
       pending_notice_ = "a fresh session: the previous one was lost (" + std::string(RunStatusName(total.status)) +
                         "), with its variables and imports";
     }
     if (failed || !session_) break;
   }
   total.files_changed = ChangedFiles(before, SnapshotWorkspace(workspace_.fd.get()));
-  if (!network_log_path_.empty()) {
-    total.network_log_path = network_log_path_;
-    NetworkLogDigest digest = ReadNetworkLogSince(network_log_path_, &network_log_offset_);
-    total.network_blocked = std::move(digest.denials);
-    total.network_failed = std::move(digest.failures);
-    total.network_allowed = digest.allowed;
-    total.network_denied = digest.denied;
-  }
+  ReadNetwork(total);
   return total;
 }
 
-void SessionExecutor::Close() {
-  if (session_) session_->Close();
+void SessionExecutor::ReadNetwork(CodeResult& result) {
+  result.network_mode = local_ ? "host" : NetworkModeName(options_.policy.network);
+  if (network_log_path_.empty()) return;
+  result.network_log_path = network_log_path_;
+  NetworkLogDigest digest = ReadNetworkLogSince(network_log_path_, &network_log_offset_);
+  for (auto& name : digest.denials) result.network_blocked.push_back(std::move(name));
+  for (auto& name : digest.failures) result.network_failed.push_back(std::move(name));
+  result.network_allowed += digest.allowed;
+  result.network_denied += digest.denied;
+  // The session has ended (lost during this execution, or closed): its log is complete.
+  if (!session_ && !ended_networks_.empty() && ended_networks_.back().log_path == network_log_path_) {
+    result.network_coverage = ended_networks_.back().tcp_coverage;
+    result.network_log_sha256 = ended_networks_.back().log_sha256;
+  }
+}
+
+void SessionExecutor::EndSession() {
+  if (!session_) return;
+  session_->Close();
+  const auto& network = session_->ended_network();
+  if (network && network->mode == "allowlist") ended_networks_.push_back(*network);
   session_.reset();
+}
+
+void SessionExecutor::Close() { EndSession(); }
+
+Result<CodeResult> SessionExecutor::ExecuteThenClose(const std::vector<CodeBlock>& blocks) {
+  auto result = Execute(blocks);
+  Close();
+  // What netd logged after the execution's read (flows it was still closing) counts too.
+  if (result && !result->rejected) ReadNetwork(*result);
+  return result;
 }
 
 Result<CopyOutResult> SessionExecutor::CopyOutputs(const std::vector<std::string>& requests,
@@ -234,7 +257,7 @@ Result<CodeResult> SandboxExecutor::Execute(const std::vector<CodeBlock>& blocks
   if (auto valid = ValidateBlocks(blocks); !valid) return Rejected(valid.error());
   auto session = SessionExecutor::Create(options_);
   if (!session) return session.error();
-  return (*session)->Execute(blocks);  // the session and its temporary workspace end here
+  return (*session)->ExecuteThenClose(blocks);  // its temporary workspace ends here too
 }
 
 }  // namespace sbx::executor

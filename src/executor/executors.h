@@ -67,13 +67,23 @@ class SessionExecutor : public CodeExecutor {
   Result<ArchiveReport> PersistWorkspace(const std::string& archive_path);
   // Ends the session; nothing is left running. Idempotent.
   void Close();
+  // Runs the blocks, then ends the session, so the result also carries the finished network
+  // log's coverage and digest (what SandboxExecutor returns).
+  Result<CodeResult> ExecuteThenClose(const std::vector<CodeBlock>& blocks);
   const std::string& workspace_dir() const { return workspace_.path; }
+  // Network allowlist: the summary of every session that has ended, oldest first, each with
+  // its log's path and SHA-256 (the record an auditor checks the log file against).
+  const std::vector<NetworkOutcome>& EndedNetworks() const { return ended_networks_; }
 
  protected:
   explicit SessionExecutor(ExecutorOptions options);
   Result<void> Prepare(bool local);
   virtual Result<std::unique_ptr<DriverProcess>> StartDriver();
   Result<std::string> NetworkLogDir();
+  // Closes and drops the session, keeping its network summary.
+  void EndSession();
+  // The network fields of `result`: the mode, and what the log recorded since the last read.
+  void ReadNetwork(CodeResult& result);
 
   ExecutorOptions options_;
   Workspace workspace_;
@@ -84,6 +94,8 @@ class SessionExecutor : public CodeExecutor {
   std::string network_log_path_;
   uint64_t network_log_offset_ = 0;
   int sessions_started_ = 0;
+  std::vector<NetworkOutcome> ended_networks_;
+  bool local_ = false;
 };
 
 class LocalExecutor final : public SessionExecutor {

@@ -127,6 +127,7 @@ void PythonSession::Lose(CodeResult& result, int id, const std::string& why, Run
   auto ended = driver_->Wait();
   RunStatus status = fallback;
   if (ended) {
+    ended_network_ = ended->network;
     // The sandbox's own verdict wins where it has one (out of memory, pids, seccomp).
     switch (ended->status) {
       case RunStatus::kOomKilled:
@@ -175,6 +176,7 @@ void PythonSession::Close() {
     alive_ = false;
   }
   driver_->Stop();
+  if (auto ended = driver_->Wait(); ended) ended_network_ = ended->network;
 }
 
 }  // namespace sbx::executor

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "sandbox/error.h"
@@ -45,6 +46,9 @@ class PythonSession {
   void Close();
   // Makes the driver exit without waiting for it (Close() or the destructor then waits).
   void Hangup() { driver_->Hangup(); }
+  // Once the session has ended (Close(), or an execution that lost it): what the network
+  // policy did over its whole life, the sandbox's own summary with the finished log's digest.
+  const std::optional<NetworkOutcome>& ended_network() const { return ended_network_; }
 
  private:
   PythonSession(std::unique_ptr<DriverProcess> driver, const SessionConfig& config);
@@ -55,6 +59,7 @@ class PythonSession {
   SessionConfig config_;
   int next_id_ = 1;
   bool alive_ = true;
+  std::optional<NetworkOutcome> ended_network_;
 };
 
 }  // namespace sbx::executor

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "network_audit.h"
 #include "sandbox_fixture.h"
 #include "src/agent/agent_tools.h"
 #include "src/executor/executors.h"
@@ -39,20 +40,25 @@ std::string LookUp(const std::string& name) {
   return code.replace(code.find("NAME"), 4, "'" + name + "'");
 }
 
-TEST(ExecutorNetwork, EachResultListsWhatThePolicyBlockedDuringIt) {
-  testing::ScratchDir logs;
+ExecutorOptions AllowlistOptions(const std::string& log_dir) {
   ExecutorOptions options;
   options.image_dir = testing::TestImage();
   options.policy.network = NetworkMode::kAllowlist;
   auto rule = ParseNetworkRule("allowed.example", "network.allow[0]");
-  ASSERT_TRUE(rule) << rule.error().ToString();
-  options.policy.network_allowlist.allow.push_back(*rule);
+  EXPECT_TRUE(rule) << rule.error().ToString();
+  if (rule) options.policy.network_allowlist.allow.push_back(*rule);
   // Allowed, but the host cannot resolve it: a failure, not a block.
   auto unresolvable = ParseNetworkRule("nonexistent.sbx.invalid:80", "network.allow[1]");
-  ASSERT_TRUE(unresolvable) << unresolvable.error().ToString();
+  EXPECT_TRUE(unresolvable) << unresolvable.error().ToString();
+  if (unresolvable) options.policy.network_allowlist.allow.push_back(*unresolvable);
   options.policy.network_allowlist.allow.push_back(*unresolvable);
-  options.network_log_dir = logs.path();
-  auto executor = SessionExecutor::Create(std::move(options));
+  options.network_log_dir = log_dir;
+  return options;
+}
+
+TEST(ExecutorNetwork, EachResultListsWhatThePolicyBlockedDuringIt) {
+  testing::ScratchDir logs;
+  auto executor = SessionExecutor::Create(AllowlistOptions(logs.path()));
   ASSERT_TRUE(executor) << executor.error().ToString();
 
   auto blocked = (*executor)->Execute({{"python", LookUp("blocked.example")}});
@@ -62,7 +68,11 @@ TEST(ExecutorNetwork, EachResultListsWhatThePolicyBlockedDuringIt) {
   EXPECT_EQ(blocked->network_blocked[0], "blocked.example (no_rule)");
   EXPECT_EQ(blocked->network_allowed, 0u);
   EXPECT_GE(blocked->network_denied, 1u);  // A, and AAAA when the resolver asks for it
-  EXPECT_EQ(blocked->network_log_path, logs.path() + "/network-1.jsonl");
+  const std::string log_path = logs.path() + "/network-1.jsonl";
+  EXPECT_EQ(blocked->network_log_path, log_path);
+  EXPECT_EQ(blocked->network_mode, "allowlist");
+  // The live session's netd is still writing the log: no digest yet.
+  EXPECT_EQ(blocked->network_log_sha256, "");
   EXPECT_NE(agent::DescribeResult(*blocked, 4096).find("[blocked by the sandbox's network policy, not an outage] "
                                                        "blocked.example (no_rule)"),
             std::string::npos);
@@ -90,7 +100,53 @@ TEST(ExecutorNetwork, EachResultListsWhatThePolicyBlockedDuringIt) {
                            "unverified] nonexistent.sbx.invalid (resolve_failed)"),
             std::string::npos)
       << described;
+  EXPECT_TRUE((*executor)->EndedNetworks().empty());
   (*executor)->Close();
+
+  // Once closed, the session's summary names the finished log and the digest of its bytes.
+  ASSERT_EQ((*executor)->EndedNetworks().size(), 1u);
+  const NetworkOutcome& ended = (*executor)->EndedNetworks()[0];
+  EXPECT_EQ(ended.log_path, log_path);
+  EXPECT_EQ(ended.log_sha256, testing::Sha256Of(log_path));
+  EXPECT_EQ(ended.log_sha256.size(), 64u);
+  EXPECT_TRUE(ended.tcp_coverage == "all" || ended.tcp_coverage == "listed+audit") << ended.tcp_coverage;
+  EXPECT_GE(ended.denied, 1u);
+}
+
+// A fresh sandbox per call: each result is final, so it carries the log's coverage and digest,
+// and each call writes a log of its own.
+TEST(ExecutorNetwork, SandboxExecutorResultsCarryTheFinishedLogsDigest) {
+  testing::ScratchDir logs;
+  auto executor = SandboxExecutor::Create(AllowlistOptions(logs.path()));
+  ASSERT_TRUE(executor) << executor.error().ToString();
+  std::vector<std::string> digests;
+  for (const char* name : {"blocked.example", "other-blocked.example"}) {
+    auto result = (*executor)->Execute({{"python", LookUp(name)}});
+    ASSERT_TRUE(result) << result.error().ToString();
+    EXPECT_EQ(result->output, "gaierror -2\n");
+    ASSERT_EQ(result->network_blocked.size(), 1u);
+    EXPECT_EQ(result->network_blocked[0], std::string(name) + " (no_rule)");
+    EXPECT_EQ(result->network_mode, "allowlist");
+    EXPECT_TRUE(result->network_coverage == "all" || result->network_coverage == "listed+audit")
+        << result->network_coverage;
+    EXPECT_EQ(result->network_log_sha256.size(), 64u);
+    EXPECT_EQ(result->network_log_sha256, testing::Sha256Of(result->network_log_path));
+    digests.push_back(result->network_log_sha256);
+  }
+  EXPECT_NE(digests[0], digests[1]);  // two runs, two logs
+}
+
+// Without an allowlist there is no log, and the mode says what the code had.
+TEST(ExecutorNetwork, ResultsNameTheModeWithoutALog) {
+  ExecutorOptions options;
+  options.image_dir = testing::TestImage();
+  auto executor = SandboxExecutor::Create(std::move(options));
+  ASSERT_TRUE(executor) << executor.error().ToString();
+  auto result = (*executor)->Execute({{"python", "print(1)"}});
+  ASSERT_TRUE(result) << result.error().ToString();
+  EXPECT_EQ(result->network_mode, "none");
+  EXPECT_EQ(result->network_log_path, "");
+  EXPECT_EQ(result->network_log_sha256, "");
 }
 
 }  // namespace

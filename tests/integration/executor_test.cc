@@ -306,6 +306,7 @@ TEST(Executor, LocalExecutorSaysItIsolatesNothingAndStillDropsTheEnvironment) {
   EXPECT_NE((*local)->Name().find("NO ISOLATION"), std::string::npos);
   CodeResult r = Python(**local, "import os\nprint('SBX_TEST_SECRET_KEY' in os.environ, os.getcwd())\nv = 5");
   EXPECT_EQ(r.stdout_text, "False " + work.path() + "\n") << r.output;
+  EXPECT_EQ(r.network_mode, "host");  // whatever the policy says: nothing isolates it
   EXPECT_EQ(*Python(**local, "v * 2").value, "10");
   ::unsetenv("SBX_TEST_SECRET_KEY");
 }
