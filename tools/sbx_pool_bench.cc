@@ -1,12 +1,14 @@
 // Benchmarks the warm pool beside the cold path in one run: fresh-session latency (cold
 // SessionExecutor vs pooled), pooled executions per second, idle pooled session memory, and
-// bare python3 on the host for reference.
+// for reference bare python3 of the image and the floor of any pool here (kForkFloorScript).
 //
 //   build/sbx_pool_bench [--image DIR] [--iterations N] [--warm N] [--seconds S] [--prefault-mib M]
+//                        [--refill-deferral-ms MS]
 //
 // --prefault-mib sets PoolOptions::prefault_budget_bytes (default the pool's 4 MiB; 0 turns the
 // pre-fault off, 64 takes every page learned), to see what the pre-fault trades: first-execution
-// latency for memory.
+// latency for memory. --refill-deferral-ms sets PoolOptions::refill_deferral_seconds (default
+// 500 ms; 0 refills while sessions execute), for its A/B.
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,6 +36,50 @@ using sbx::executor::PrivateMemoryBytes;
 using Clock = std::chrono::steady_clock;
 
 const char* const kCode = "import pandas as pd; pd.DataFrame({\"a\": range(1000)}).describe()";
+
+// The floor of any pool on this machine, without sbx: the image's Python with the zygote's
+// imports and warm-up forks children itself. A child forked ahead and told to go answers the
+// describe (and its repr, as the driver returns it) after its copy-on-write faults; a
+// fork + describe + exit loop bounds the rate on one and two cores.
+const char* const kForkFloorScript = R"py(
+import os, time, statistics
+import pandas as pd, numpy, matplotlib, scipy
+CODE = 'pd.DataFrame({"a": range(1000)}).describe()'
+repr(eval(CODE))
+
+def answer_in_preforked_child():
+    go_r, go_w = os.pipe(); done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.read(go_r, 1); repr(eval(CODE)); os.write(done_w, b"x"); os._exit(0)
+    time.sleep(0.02)
+    start = time.perf_counter(); os.write(go_w, b"x"); os.read(done_r, 1)
+    elapsed = (time.perf_counter() - start) * 1000
+    os.waitpid(pid, 0)
+    for fd in (go_r, go_w, done_r, done_w): os.close(fd)
+    return elapsed
+
+def forks_per_second(workers, seconds=3.0):
+    deadline = time.perf_counter() + seconds
+    loops = []
+    for _ in range(workers):
+        loop = os.fork()
+        if loop == 0:
+            count = 0
+            while time.perf_counter() < deadline:
+                pid = os.fork()
+                if pid == 0:
+                    repr(eval(CODE)); os._exit(0)
+                os.waitpid(pid, 0); count += 1
+            os._exit(min(count, 255))
+        loops.append(loop)
+    return sum(os.waitstatus_to_exitcode(os.waitpid(loop, 0)[1]) for loop in loops) / seconds
+
+samples = sorted(answer_in_preforked_child() for _ in range(30))
+print("%-44s median %8.2f ms   p90 %8.2f ms   (n=%d)" % ("floor: describe in a pre-forked child", samples[15], samples[27], len(samples)))
+for workers in (1, 2):
+    print("%-44s %8.1f /s  (%d process%s, no sandbox)" % ("floor: fork + describe + exit", forks_per_second(workers), workers, "" if workers == 1 else "es"))
+)py";
 
 double Ms(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
@@ -70,12 +116,14 @@ int main(int argc, char** argv) {
   size_t warm = 4;
   size_t prefault_budget = sbx::executor::kDefaultPrefaultBudgetBytes;
   double seconds = 5;
+  double refill_deferral_seconds = sbx::executor::PoolOptions{}.refill_deferral_seconds;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--image") image = argv[i + 1];
     else if (flag == "--iterations") iterations = std::atoi(argv[i + 1]);
     else if (flag == "--warm") warm = static_cast<size_t>(std::atoi(argv[i + 1]));
     else if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
+    else if (flag == "--refill-deferral-ms") refill_deferral_seconds = std::atof(argv[i + 1]) / 1000;
     else if (flag == "--prefault-mib") prefault_budget = static_cast<size_t>(std::atof(argv[i + 1]) * (1 << 20));
   }
   const std::vector<CodeBlock> blocks = {{"python", kCode}};
@@ -105,6 +153,15 @@ int main(int argc, char** argv) {
     bare.push_back(Ms(start));
   }
   Report("bare python3 -c (chroot into the image)", bare);
+  {
+    pid_t pid;
+    const char* args[] = {"chroot", "--userspec=1000:1000", image.c_str(), "/usr/bin/python3", "-c", kForkFloorScript,
+                          nullptr};
+    int status = 0;
+    std::fflush(stdout);  // our lines first: the child writes to the same stdout
+    if (posix_spawnp(&pid, "chroot", nullptr, nullptr, const_cast<char**>(args), env.data()) == 0)
+      waitpid(pid, &status, 0);
+  }
 
   // Cold: a new SessionExecutor (a fresh sandbox and interpreter) per session.
   std::vector<double> cold;
@@ -129,6 +186,7 @@ int main(int argc, char** argv) {
     pool_options.image_dir = image;
     pool_options.warm_sessions = warm;
     pool_options.prefault_budget_bytes = prefault_budget;
+    pool_options.refill_deferral_seconds = refill_deferral_seconds;
     pool.reset();
     auto pool_start = Clock::now();
     auto created = sbx::executor::SessionPool::Create(pool_options);
@@ -137,8 +195,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     pool = std::move(*created);
-    std::printf("\n[pool, %zu warm sessions, pre-fault budget %.1f MiB: %zu pages learned and pre-copied]\n", warm,
-                prefault_budget / 1048576.0, pool->prefault_pages());
+    std::printf("\n[pool, %zu warm sessions, pre-fault budget %.1f MiB: %zu pages learned and pre-copied, refill "
+                "deferral %.0f ms]\n",
+                warm, prefault_budget / 1048576.0, pool->prefault_pages(), refill_deferral_seconds * 1000);
     std::printf("%-44s %8.2f ms\n", "pool start (zygote imports + warm-up)", Ms(pool_start));
     pool->WaitForWarm(warm, 30);
     std::vector<double> pooled, acquire_only, idle_memory;

@@ -70,7 +70,8 @@ struct PoolCore {
   mutable std::mutex mutex;
   mutable std::condition_variable changed;
   std::deque<WarmSession> warm;
-  size_t spawning = 0;  // refill spawns in flight
+  size_t spawning = 0;   // refill spawns in flight
+  size_t executing = 0;  // Execute calls of pooled sessions in flight
   bool stopping = false;
   std::string last_error;
   std::vector<std::thread> refill;
@@ -120,6 +121,12 @@ struct PoolCore {
     while (true) {
       changed.wait(lock, [this] { return stopping || warm.size() + spawning < options.warm_sessions; });
       if (stopping) return;
+      // Background work yields to executions (PoolOptions::refill_deferral_seconds), unless
+      // the pool has run dry.
+      changed.wait_for(lock, std::chrono::duration<double>(options.refill_deferral_seconds),
+                       [this] { return stopping || executing == 0 || warm.empty(); });
+      if (stopping) return;
+      if (warm.size() + spawning >= options.warm_sessions) continue;  // another thread took it
       ++spawning;
       lock.unlock();
       auto session = SpawnWarm();
@@ -166,7 +173,10 @@ struct PoolCore {
         WarmSession session = std::move(warm.front());
         warm.pop_front();
         changed.notify_all();
-        if (!Ended(*session.driver)) return session;
+        if (!Ended(*session.driver)) {
+          ++executing;  // before the refill threads can look: the caller's execution comes next
+          return session;
+        }
         // Ended while waiting (its idle timeout): discarded.
         session.driver.reset();
         (void)RemoveTree(session.workspace.path);
@@ -177,7 +187,12 @@ struct PoolCore {
       return MakeError(ErrorCode::kUnavailable,
                        "pool: the zygote has ended" + (last_error.empty() ? "" : " (last error: " + last_error + ")"));
     }
-    return SpawnWarm();
+    auto session = SpawnWarm();
+    if (session) {
+      std::lock_guard<std::mutex> lock(mutex);
+      ++executing;
+    }
+    return session;
   }
 };
 
@@ -185,7 +200,25 @@ PooledSessionExecutor::PooledSessionExecutor(ExecutorOptions options, std::share
     : SessionExecutor(std::move(options)), core_(std::move(core)) {}
 
 PooledSessionExecutor::~PooledSessionExecutor() {
+  MarkBusy(false);
   core_->reaper.Retire(RetiredSession{std::move(session_), std::move(first_), std::exchange(workspace_, Workspace{})});
+}
+
+void PooledSessionExecutor::MarkBusy(bool busy) {
+  if (busy == busy_) return;
+  {
+    std::lock_guard<std::mutex> lock(core_->mutex);
+    busy ? ++core_->executing : --core_->executing;
+  }
+  busy_ = busy;
+  if (!busy) core_->changed.notify_all();
+}
+
+Result<CodeResult> PooledSessionExecutor::Execute(const std::vector<CodeBlock>& blocks) {
+  MarkBusy(true);
+  auto result = SessionExecutor::Execute(blocks);
+  MarkBusy(false);
+  return result;
 }
 
 Result<std::unique_ptr<DriverProcess>> PooledSessionExecutor::StartDriver() {
@@ -204,6 +237,9 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
   SBX_TRY(ValidatePolicy(options.policy));
   if (options.warm_sessions > 64) return InvalidInput("pool: warm_sessions must be at most 64");
   if (options.session_idle_seconds < 0) return InvalidInput("pool: session_idle_seconds must be >= 0");
+  if (!(options.refill_deferral_seconds >= 0 && options.refill_deferral_seconds <= 60)) {
+    return InvalidInput("pool: refill_deferral_seconds must be 0..60 (0 refills at once)");
+  }
   if (options.prefault_budget_bytes > kMaxPrefaultBudgetBytes) {
     return InvalidInput("pool: prefault_budget_bytes must be at most " + std::to_string(kMaxPrefaultBudgetBytes) +
                         " (256 MiB); 0 turns the pre-fault off");
@@ -272,6 +308,7 @@ Result<std::unique_ptr<PooledSessionExecutor>> SessionPool::Acquire(PooledSessio
   executor->workspace_name_ = session->name;
   executor->host_pid_ = session->driver->host_pid();
   executor->first_ = std::move(session->driver);
+  executor->busy_ = true;  // Take counted it: its first execution is what the caller waits for
   if (!options.manifest.entries().empty()) {
     auto staged = StageManifestAt(executor->workspace_.fd.get(), options.manifest, core_->owner);
     if (!staged) return staged.error().Context("manifest");

@@ -69,6 +69,12 @@ struct PoolOptions {
   // 8 MiB (it holds ~3.3 MiB without any pre-fault); 0 turns the pre-fault off.
   size_t prefault_budget_bytes = kDefaultPrefaultBudgetBytes;
   double start_timeout_seconds = 120;
+  // Refilling waits while any pooled session executes (from Acquire to the end of its first
+  // execution, and during each later one), at most this long, and not at all once no session
+  // is warm. A spawn (the zygote's fork, mounts, the pre-fault) and an execution contend for
+  // page-table work the VMs here do not run in parallel: together, a first describe took
+  // 85-100 ms instead of 40-45 ms (sbx_pool_bench, 2026-12-01). 0: refill at once.
+  double refill_deferral_seconds = 0.5;
 };
 
 // Per-session settings for Acquire.
@@ -86,6 +92,9 @@ class PooledSessionExecutor final : public SessionExecutor {
  public:
   ~PooledSessionExecutor() override;
   std::string Name() const override { return "pooled session"; }
+  // As SessionExecutor's. From Acquire to the end of the first execution, and during every
+  // later one, the pool defers refilling (PoolOptions::refill_deferral_seconds).
+  Result<CodeResult> Execute(const std::vector<CodeBlock>& blocks) override;
   // The host pid of the current session's pid 1 (0 before one exists), for measurements.
   pid_t host_pid() const { return host_pid_; }
 
@@ -100,6 +109,9 @@ class PooledSessionExecutor final : public SessionExecutor {
   std::string workspace_name_;
   std::unique_ptr<DriverProcess> first_;
   pid_t host_pid_ = 0;
+  // Counted in the pool's `executing` (refill waits while it is non-zero).
+  void MarkBusy(bool busy);
+  bool busy_ = false;
 };
 
 class SessionPool {

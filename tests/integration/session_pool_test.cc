@@ -161,6 +161,47 @@ TEST(SessionPool, PrefaultBudgetOverTheLimitIsRefused) {
   EXPECT_NE(pool.error().message.find("prefault_budget_bytes"), std::string::npos) << pool.error().ToString();
 }
 
+TEST(SessionPool, RefillWaitsWhileASessionExecutesButNotForever) {
+  // Two seconds of deferral: far longer than a spawn (35-100 ms), so a refill that ignored it
+  // would show within the first half second.
+  PoolOptions options = Options(2);
+  options.refill_deferral_seconds = 2;
+  auto pool = NewPool(options);
+  ASSERT_TRUE(pool);
+  ASSERT_EQ(pool->WaitForWarm(2, 120 * WallClockScale()), 2u);
+  auto busy = Acquire(*pool);  // busy until its first execution ends
+  ASSERT_TRUE(busy);
+  EXPECT_EQ(pool->WaitForWarm(2, 0.5), 1u) << "refilled while the acquired session waited to execute";
+  EXPECT_EQ(Python(*busy, "print(6 * 7)").stdout_text, "42\n");
+  EXPECT_EQ(pool->WaitForWarm(2, 60 * WallClockScale()), 2u) << "no refill once the execution ended";
+
+  // A session that never executes holds the refill back only for the deferral's length.
+  auto idle = Acquire(*pool);
+  ASSERT_TRUE(idle);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(pool->WaitForWarm(2, 60 * WallClockScale()), 2u) << "refill deferred past its limit";
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+}
+
+TEST(SessionPool, ADryPoolRefillsWithoutWaitingForExecutions) {
+  PoolOptions options = Options(1);
+  options.refill_deferral_seconds = 60;  // the longest allowed; the wait below stays under it
+  auto pool = NewPool(options);
+  ASSERT_TRUE(pool);
+  ASSERT_EQ(pool->WaitForWarm(1, 120 * WallClockScale()), 1u);
+  auto busy = Acquire(*pool);  // takes the only warm session: the pool is dry
+  ASSERT_TRUE(busy);
+  EXPECT_EQ(pool->WaitForWarm(1, 40), 1u) << "a dry pool waited for the deferral";
+}
+
+TEST(SessionPool, RefillDeferralOutOfRangeIsRefused) {
+  PoolOptions options = Options(1);
+  options.refill_deferral_seconds = -1;
+  auto pool = SessionPool::Create(options);
+  ASSERT_FALSE(pool);
+  EXPECT_NE(pool.error().ToString().find("refill_deferral_seconds"), std::string::npos) << pool.error().ToString();
+}
+
 TEST(SessionPool, ManifestIsStagedIntoThePooledWorkspace) {
   auto pool = NewPool();
   ASSERT_TRUE(pool);
