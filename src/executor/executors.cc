@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "sandbox/image.h"
@@ -40,8 +41,9 @@ void Merge(CodeResult& total, CodeResult&& block) {
 }
 
 // A call refused before anything ran.
-CodeResult Rejected(const Error& error) {
+CodeResult Rejected(const Error& error, std::string network_mode) {
   CodeResult rejected;
+  rejected.network_mode = std::move(network_mode);
   rejected.rejected = true;
   rejected.exit_code = 125;
   rejected.notice = "nothing was run: " + error.message;
@@ -142,7 +144,7 @@ Result<std::unique_ptr<DriverProcess>> SessionExecutor::StartDriver() {
 }
 
 Result<CodeResult> SessionExecutor::Execute(const std::vector<CodeBlock>& blocks) {
-  if (auto valid = ValidateBlocks(blocks); !valid) return Rejected(valid.error());
+  if (auto valid = ValidateBlocks(blocks); !valid) return Rejected(valid.error(), NetworkModeLabel());
   CodeResult total;
   if (session_ && session_->EndedWhileIdle()) {
     EndSession();
@@ -150,6 +152,9 @@ Result<CodeResult> SessionExecutor::Execute(const std::vector<CodeBlock>& blocks
                       "variables and imports are lost; this is a fresh session";
   }
   if (!session_) {
+    // What the previous session's log gained after its last read (flows closing while it sat
+    // idle or ended) is reported here, before the next session switches to a new log.
+    ReadNetworkRecords(total);
     auto driver = StartDriver();
     if (!driver) return driver.error();
     SessionConfig config;
@@ -180,15 +185,28 @@ Result<CodeResult> SessionExecutor::Execute(const std::vector<CodeBlock>& blocks
   return total;
 }
 
-void SessionExecutor::ReadNetwork(CodeResult& result) {
-  result.network_mode = local_ ? "host" : NetworkModeName(options_.policy.network);
+std::string SessionExecutor::NetworkModeLabel() const {
+  return local_ ? "host" : NetworkModeName(options_.policy.network);
+}
+
+void SessionExecutor::ReadNetworkRecords(CodeResult& result) {
   if (network_log_path_.empty()) return;
   result.network_log_path = network_log_path_;
   NetworkLogDigest digest = ReadNetworkLogSince(network_log_path_, &network_log_offset_);
-  for (auto& name : digest.denials) result.network_blocked.push_back(std::move(name));
-  for (auto& name : digest.failures) result.network_failed.push_back(std::move(name));
+  // Each name once per result, however many reads found it.
+  auto add = [](std::vector<std::string>& names, std::string& name) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+  };
+  for (auto& name : digest.denials) add(result.network_blocked, name);
+  for (auto& name : digest.failures) add(result.network_failed, name);
   result.network_allowed += digest.allowed;
   result.network_denied += digest.denied;
+}
+
+void SessionExecutor::ReadNetwork(CodeResult& result) {
+  result.network_mode = NetworkModeLabel();
+  ReadNetworkRecords(result);
+  if (network_log_path_.empty()) return;
   // The session has ended (lost during this execution, or closed): its log is complete.
   if (!session_ && !ended_networks_.empty() && ended_networks_.back().log_path == network_log_path_) {
     result.network_coverage = ended_networks_.back().tcp_coverage;
@@ -209,8 +227,9 @@ void SessionExecutor::Close() { EndSession(); }
 Result<CodeResult> SessionExecutor::ExecuteThenClose(const std::vector<CodeBlock>& blocks) {
   auto result = Execute(blocks);
   Close();
-  // What netd logged after the execution's read (flows it was still closing) counts too.
-  if (result && !result->rejected) ReadNetwork(*result);
+  // What netd logged after the execution's read (flows it was still closing) counts too, also
+  // when a block was refused after others ran (rejected, an over-long source).
+  if (result) ReadNetwork(*result);
   return result;
 }
 
@@ -254,7 +273,9 @@ Result<std::unique_ptr<SandboxExecutor>> SandboxExecutor::Create(ExecutorOptions
 }
 
 Result<CodeResult> SandboxExecutor::Execute(const std::vector<CodeBlock>& blocks) {
-  if (auto valid = ValidateBlocks(blocks); !valid) return Rejected(valid.error());
+  if (auto valid = ValidateBlocks(blocks); !valid) {
+    return Rejected(valid.error(), NetworkModeName(options_.policy.network));
+  }
   auto session = SessionExecutor::Create(options_);
   if (!session) return session.error();
   return (*session)->ExecuteThenClose(blocks);  // its temporary workspace ends here too

@@ -66,7 +66,7 @@ class SessionExecutor : public CodeExecutor {
                                     const std::vector<std::string>& reserved = {});
   Result<ArchiveReport> PersistWorkspace(const std::string& archive_path);
   // Ends the session; nothing is left running. Idempotent.
-  void Close();
+  virtual void Close();
   // Runs the blocks, then ends the session, so the result also carries the finished network
   // log's coverage and digest (what SandboxExecutor returns).
   Result<CodeResult> ExecuteThenClose(const std::vector<CodeBlock>& blocks);
@@ -82,8 +82,13 @@ class SessionExecutor : public CodeExecutor {
   Result<std::string> NetworkLogDir();
   // Closes and drops the session, keeping its network summary.
   void EndSession();
-  // The network fields of `result`: the mode, and what the log recorded since the last read.
+  // The network fields of `result`: the mode, what the log recorded since the last read, and
+  // once the session has ended its coverage and digest.
   void ReadNetwork(CodeResult& result);
+  // Only what the log recorded since the last read (names, counts, the log's path).
+  void ReadNetworkRecords(CodeResult& result);
+  // "none", "host" (LocalExecutor) or "allowlist": CodeResult::network_mode.
+  std::string NetworkModeLabel() const;
 
   ExecutorOptions options_;
   Workspace workspace_;

@@ -214,6 +214,11 @@ void PooledSessionExecutor::MarkBusy(bool busy) {
   if (!busy) core_->changed.notify_all();
 }
 
+void PooledSessionExecutor::Close() {
+  SessionExecutor::Close();
+  MarkBusy(false);
+}
+
 Result<CodeResult> PooledSessionExecutor::Execute(const std::vector<CodeBlock>& blocks) {
   MarkBusy(true);
   auto result = SessionExecutor::Execute(blocks);

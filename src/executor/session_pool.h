@@ -95,6 +95,8 @@ class PooledSessionExecutor final : public SessionExecutor {
   // As SessionExecutor's. From Acquire to the end of the first execution, and during every
   // later one, the pool defers refilling (PoolOptions::refill_deferral_seconds).
   Result<CodeResult> Execute(const std::vector<CodeBlock>& blocks) override;
+  // As SessionExecutor's; a closed session no longer holds refills back.
+  void Close() override;
   // The host pid of the current session's pid 1 (0 before one exists), for measurements.
   pid_t host_pid() const { return host_pid_; }
 

@@ -51,7 +51,6 @@ ExecutorOptions AllowlistOptions(const std::string& log_dir) {
   auto unresolvable = ParseNetworkRule("nonexistent.sbx.invalid:80", "network.allow[1]");
   EXPECT_TRUE(unresolvable) << unresolvable.error().ToString();
   if (unresolvable) options.policy.network_allowlist.allow.push_back(*unresolvable);
-  options.policy.network_allowlist.allow.push_back(*unresolvable);
   options.network_log_dir = log_dir;
   return options;
 }

@@ -307,6 +307,10 @@ TEST(Executor, LocalExecutorSaysItIsolatesNothingAndStillDropsTheEnvironment) {
   CodeResult r = Python(**local, "import os\nprint('SBX_TEST_SECRET_KEY' in os.environ, os.getcwd())\nv = 5");
   EXPECT_EQ(r.stdout_text, "False " + work.path() + "\n") << r.output;
   EXPECT_EQ(r.network_mode, "host");  // whatever the policy says: nothing isolates it
+  auto refused = (*local)->Execute({{"ruby", "puts 1"}});
+  ASSERT_TRUE(refused) << refused.error().ToString();
+  EXPECT_TRUE(refused->rejected);
+  EXPECT_EQ(refused->network_mode, "host");  // a refused call names the mode too
   EXPECT_EQ(*Python(**local, "v * 2").value, "10");
   ::unsetenv("SBX_TEST_SECRET_KEY");
 }

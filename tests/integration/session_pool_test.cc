@@ -181,6 +181,13 @@ TEST(SessionPool, RefillWaitsWhileASessionExecutesButNotForever) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(pool->WaitForWarm(2, 60 * WallClockScale()), 2u) << "refill deferred past its limit";
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+
+  // A closed session holds nothing back, though it never executed.
+  idle.reset();
+  auto closed = Acquire(*pool);
+  ASSERT_TRUE(closed);
+  closed->Close();
+  EXPECT_EQ(pool->WaitForWarm(2, 1.2), 2u) << "a closed session still deferred the refill";
 }
 
 TEST(SessionPool, ADryPoolRefillsWithoutWaitingForExecutions) {
