@@ -1,10 +1,12 @@
-// A detached thread per child to reap, and a count of those still running.
+// A detached thread per child to reap, and a count of those still running; or, once asked, a
+// list of children that WaitForReaps reaps itself.
 #include "sandbox/reap_later.h"
 
 #include <condition_variable>
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "sandbox/child_wait.h"
 
@@ -14,7 +16,9 @@ namespace {
 struct Pending {
   std::mutex mutex;
   std::condition_variable done;
-  int count = 0;
+  int count = 0;                // reaper threads still running
+  bool only_in_wait = false;    // ReapOnlyInWaitForReaps() was called
+  std::vector<pid_t> deferred;  // children noted for WaitForReaps
 };
 
 // Never destroyed: a reaper thread may still finish while the process runs its exit handlers.
@@ -29,6 +33,10 @@ void ReapLater(pid_t pid) {
   Pending& state = pending();
   {
     std::lock_guard<std::mutex> lock(state.mutex);
+    if (state.only_in_wait) {
+      state.deferred.push_back(pid);
+      return;
+    }
     ++state.count;
   }
   auto reap_and_count = [&state, pid] {
@@ -44,8 +52,20 @@ void ReapLater(pid_t pid) {
   }
 }
 
+void ReapOnlyInWaitForReaps() {
+  Pending& state = pending();
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.only_in_wait = true;
+}
+
 void WaitForReaps() {
   Pending& state = pending();
+  std::vector<pid_t> deferred;
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    deferred.swap(state.deferred);
+  }
+  for (pid_t pid : deferred) WaitForChild(pid);
   std::unique_lock<std::mutex> lock(state.mutex);
   state.done.wait(lock, [&state] { return state.count == 0; });
 }

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "run") {
+    sbx::ReapOnlyInWaitForReaps();  // one run, then its reaps: no thread needed (reap_later.h)
     const int status = sbx::cli::RunRunCommand(argc - 1, argv + 1);
     sbx::WaitForReaps();  // nothing of the run outlives this process (reap_later.h)
     return status;
