@@ -66,11 +66,6 @@ int BlockInitSignals() {
   return fd >= 0 ? fd : -errno;
 }
 
-void UnblockInitSignals() {
-  sigset_t set = InitSignals();
-  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
-}
-
 void RunInitInChild(int sync_fd, pid_t program_pid, int signal_fd) {
   struct pollfd fds[2] = {{signal_fd, POLLIN, 0}, {sync_fd, POLLIN, 0}};
   for (;;) {

@@ -17,8 +17,7 @@ namespace sbx {
 [[noreturn]] void RunInitInChild(int sync_fd, pid_t program_pid, int signal_fd);
 
 // Blocks the signals the init handles and returns a signalfd for them, or -errno. Called
-// before forking the program so no SIGCHLD is lost; the program unblocks them again.
+// before spawning the program so no SIGCHLD is lost; the program starts with none blocked.
 int BlockInitSignals();
-void UnblockInitSignals();
 
 }  // namespace sbx

@@ -1,6 +1,8 @@
 // What a sandboxed program can see and do, each probe also run on the host as the control.
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -134,6 +136,27 @@ TEST(Isolation, RunnerEnvironmentNeverPasses) {
   Policy policy;
   policy.env["GREETING"] = "hello";
   EXPECT_TRUE(Contains(RunInSandbox({"/usr/bin/env"}, policy).stdout_data, "GREETING=hello\n"));
+}
+
+// The program starts with no signal blocked or ignored, whatever the runner's thread had; the
+// host control, forked from the same thread, inherits both.
+TEST(Isolation, RunnerSignalMaskAndIgnoredSignalsNeverPass) {
+  sigset_t blocked, saved_mask;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGUSR1);
+  sigaddset(&blocked, SIGTERM);
+  ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &blocked, &saved_mask), 0);
+  auto saved_pipe = ::signal(SIGPIPE, SIG_IGN);
+  auto saved_hup = ::signal(SIGHUP, SIG_IGN);
+  const std::vector<std::string> probe = {"/bin/grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"};
+  HostRun host = RunOnHost(probe);
+  RunResult inside = RunInSandbox(probe);
+  ::signal(SIGPIPE, saved_pipe);
+  ::signal(SIGHUP, saved_hup);
+  ::pthread_sigmask(SIG_SETMASK, &saved_mask, nullptr);
+  EXPECT_FALSE(Contains(host.output, "SigBlk:\t0000000000000000")) << host.output;
+  EXPECT_FALSE(Contains(host.output, "SigIgn:\t0000000000000000")) << host.output;
+  EXPECT_EQ(inside.stdout_data, "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n") << inside.stderr_data;
 }
 
 TEST(Isolation, StdinIsDevNullAndNoFdsLeak) {
