@@ -63,11 +63,9 @@ int CloseAllExcept(int keep_a, int keep_b) {
 }
 
 // Runs in the vfork-style child (see SpawnProgram), which shares the init's memory until its
-// execve: only syscalls and writes to its own stack frames (and errno) from here on.
-[[noreturn]] void ExecProgram(const ChildPlan& plan, const sigset_t& program_mask) {
-  // Every handler the runner had goes first, while all signals are still blocked, so none of
-  // them can run on the memory shared with the init; then the program's own mask.
-  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+// execve: only syscalls and writes to its own stack frames (and errno) from here on. Never
+// inlined, so its locals live in frames of its own, below the caller's, which the init reuses.
+[[noreturn, gnu::noinline]] void ExecProgram(const ChildPlan& plan, const sigset_t& program_mask) {
   if (::sigprocmask(SIG_SETMASK, &program_mask, nullptr) != 0)
     FailSetup(plan.sync_fd, ChildStep::kInitSignals, errno);
   if (::setsid() < 0) FailSetup(plan.sync_fd, ChildStep::kSetsid, errno);
@@ -101,15 +99,19 @@ int CloseAllExcept(int keep_a, int keep_b) {
 //     shadow-paged VM of 2026-12-02 that was ~1 ms of every start; README, Performance). The
 //     init sleeps meanwhile. Without CLONE_FS, CLONE_FILES, CLONE_SIGHAND or CLONE_THREAD,
 //     what the child changes (ids, capabilities, fds, rlimits, cwd, seccomp, handlers) is its
-//     own. All signals are blocked across the spawn and restored in the init afterwards. The
-//     program starts with no signal blocked or ignored, whatever the runner's thread had (a
-//     library user may block signals for a signalfd of its own). Returns the program's pid,
-//     or -errno.
+//     own. Every handler and ignored signal inherited from the runner is reset first, with all
+//     signals blocked: no handler can then run on the shared memory, nor in the init, where
+//     the program (same uid in rootless mode) could trigger one while the init still holds its
+//     capabilities; an init of a pid namespace drops default-action signals from inside it.
+//     The init's mask is restored afterwards. The program starts with no signal blocked or
+//     ignored, whatever the runner's thread had (a library user may block signals for a
+//     signalfd of its own). Returns the program's pid, or -errno.
 pid_t SpawnProgram(const ChildPlan& plan) {
   sigset_t all, init_mask, program_mask;
   sigfillset(&all);
   sigemptyset(&program_mask);
   if (::sigprocmask(SIG_SETMASK, &all, &init_mask) != 0) return -errno;
+  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
   pid_t program = ::vfork();
   if (program == 0) ExecProgram(plan, program_mask);  // 15-20 in the program
   const int spawn_errno = errno;
@@ -184,6 +186,9 @@ void SandboxChildMain(const ChildPlan& plan) {
   // The init: no capabilities, still not dumpable (its /proc entries, including exe, which
   // points at the runner's binary, stay unreachable), only its two descriptors.
   DropPrivileges(plan);
+  // Again: an id change resets dumpability to the host's fs.suid_dumpable, and so did the
+  // program's own switch before its execve (dumpability belongs to the memory they shared).
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kSetIds, errno);
   if (int err = CloseAllExcept(sync_fd, signal_fd)) FailSetup(sync_fd, ChildStep::kCloseFds, err);
   RunInitInChild(sync_fd, program, signal_fd);
 }
