@@ -65,8 +65,10 @@ int CloseAllExcept(int keep_a, int keep_b) {
 // Runs in the vfork-style child (see SpawnProgram), which shares the init's memory until its
 // execve: only syscalls and writes to its own stack frames (and errno) from here on. Never
 // inlined, so its locals live in frames of its own, below the caller's, which the init reuses.
-[[noreturn, gnu::noinline]] void ExecProgram(const ChildPlan& plan, const sigset_t& program_mask) {
-  if (::sigprocmask(SIG_SETMASK, &program_mask, nullptr) != 0)
+[[noreturn, gnu::noinline]] void ExecProgram(const ChildPlan& plan) {
+  sigset_t none;
+  sigemptyset(&none);
+  if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0)
     FailSetup(plan.sync_fd, ChildStep::kInitSignals, errno);
   if (::setsid() < 0) FailSetup(plan.sync_fd, ChildStep::kSetsid, errno);
   if (::dup2(plan.stdin_fd, 0) < 0 || ::dup2(plan.stdout_fd, 1) < 0 || ::dup2(plan.stderr_fd, 2) < 0)
@@ -107,13 +109,12 @@ int CloseAllExcept(int keep_a, int keep_b) {
 //     ignored, whatever the runner's thread had (a library user may block signals for a
 //     signalfd of its own). Returns the program's pid, or -errno.
 pid_t SpawnProgram(const ChildPlan& plan) {
-  sigset_t all, init_mask, program_mask;
+  sigset_t all, init_mask;
   sigfillset(&all);
-  sigemptyset(&program_mask);
   if (::sigprocmask(SIG_SETMASK, &all, &init_mask) != 0) return -errno;
   for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
   pid_t program = ::vfork();
-  if (program == 0) ExecProgram(plan, program_mask);  // 15-20 in the program
+  if (program == 0) ExecProgram(plan);  // 15-20 in the program
   const int spawn_errno = errno;
   ::sigprocmask(SIG_SETMASK, &init_mask, nullptr);
   return program > 0 ? program : -spawn_errno;

@@ -85,6 +85,16 @@ for workers in (1, 2):
     print("%-44s %8.1f /s  (%d process%s, no sandbox)" % ("floor: fork + describe + exit", forks_per_second(workers), workers, "" if workers == 1 else "es"))
 )py";
 
+// The image's python3 running `code`, only chrooted (uid 1000, the sandbox's environment): no
+// namespaces, no limits. Returns its wait status, or -1 if it could not be started.
+int RunImagePython(const std::string& image, const char* code, const std::vector<char*>& env) {
+  const char* args[] = {"chroot", "--userspec=1000:1000", image.c_str(), "/usr/bin/python3", "-c", code, nullptr};
+  pid_t pid;
+  if (posix_spawnp(&pid, "chroot", nullptr, nullptr, const_cast<char**>(args), env.data()) != 0) return -1;
+  int status = 0;
+  return waitpid(pid, &status, 0) == pid ? status : -1;
+}
+
 double Ms(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
 }
@@ -149,24 +159,13 @@ int main(int argc, char** argv) {
   env.push_back(nullptr);
   for (int i = 0; i < std::max(5, iterations / 3); ++i) {
     auto start = Clock::now();
-    pid_t pid;
-    const char* args[] = {"chroot", "--userspec=1000:1000", image.c_str(), "/usr/bin/python3", "-c", kCode, nullptr};
-    if (posix_spawnp(&pid, "chroot", nullptr, nullptr, const_cast<char**>(args), env.data()) != 0) break;
-    int status;
-    waitpid(pid, &status, 0);
+    if (RunImagePython(image, kCode, env) < 0) break;
     bare.push_back(Ms(start));
   }
   Report("bare python3 -c (chroot into the image)", bare);
-  {
-    pid_t pid;
-    const char* args[] = {"chroot", "--userspec=1000:1000", image.c_str(), "/usr/bin/python3", "-c", kForkFloorScript,
-                          nullptr};
-    int status = 0;
-    std::fflush(stdout);  // our lines first: the child writes to the same stdout
-    if (posix_spawnp(&pid, "chroot", nullptr, nullptr, const_cast<char**>(args), env.data()) != 0 ||
-        waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      std::fprintf(stderr, "floor: the image's python3 failed (status 0x%x); no floor figures\n", status);
-    }
+  std::fflush(stdout);  // our lines first: the floor script writes to the same stdout
+  if (int status = RunImagePython(image, kForkFloorScript, env); status != 0) {
+    std::fprintf(stderr, "floor: the image's python3 failed (status 0x%x); no floor figures\n", status);
   }
 
   // Cold: a new SessionExecutor (a fresh sandbox and interpreter) per session.

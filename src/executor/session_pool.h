@@ -70,7 +70,7 @@ struct PoolOptions {
   size_t prefault_budget_bytes = kDefaultPrefaultBudgetBytes;
   double start_timeout_seconds = 120;
   // Refilling waits while any pooled session executes (from Acquire to the end of its first
-  // execution, and during each later one), at most this long, and not at all once no session
+  // execution or its Close, and during each later execution), at most this long, and not at all once no session
   // is warm. A spawn (the zygote's fork, mounts, the pre-fault) and an execution contend for
   // page-table work the VMs here do not run in parallel: together, a first describe took
   // 85-100 ms instead of 40-45 ms (sbx_pool_bench, 2026-12-01). 0: refill at once.
@@ -92,8 +92,8 @@ class PooledSessionExecutor final : public SessionExecutor {
  public:
   ~PooledSessionExecutor() override;
   std::string Name() const override { return "pooled session"; }
-  // As SessionExecutor's. From Acquire to the end of the first execution, and during every
-  // later one, the pool defers refilling (PoolOptions::refill_deferral_seconds).
+  // As SessionExecutor's. From Acquire to the end of the first execution (or Close), and
+  // during every later one, the pool defers refilling (PoolOptions::refill_deferral_seconds).
   Result<CodeResult> Execute(const std::vector<CodeBlock>& blocks) override;
   // As SessionExecutor's; a closed session no longer holds refills back.
   void Close() override;
