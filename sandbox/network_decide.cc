@@ -1,6 +1,7 @@
 // Deciding a name or an address against an allowlist, and the ports capture has to listen on.
 #include <algorithm>
 #include <bitset>
+#include <optional>
 #include <set>
 
 #include "sandbox/network_helper_protocol.h"
@@ -25,8 +26,6 @@ bool AddressMatchesHost(const NetworkRule& rule, const IpAddress& address) {
                                     rule.prefix_length);
 }
 
-bool PortMatches(const PortSet& ports, uint16_t port) { return port == 0 || ports.Contains(port); }
-
 // True when every port of `wanted` is in one of `covers`.
 bool PortsCovered(const PortSet& wanted, const std::vector<const PortSet*>& covers) {
   if (covers.empty()) return false;
@@ -50,16 +49,22 @@ std::string Label(const char* list, size_t index) {
   return std::string(list) + "[" + std::to_string(index) + "]";
 }
 
+// What is decided: a connection to one port, or a DNS query (nullopt), which is answered while
+// some port of an allow rule for the name is not denied for it.
+using DecidedPort = std::optional<uint16_t>;
+
 // The one decision procedure for names and addresses; `host_matches` says whether a rule's host
 // part names what is being decided. Deny wins; then allow, then allow_private.
 template <typename HostMatches>
-NetworkDecision Decide(const NetworkAllowlist& policy, HostMatches host_matches, uint16_t port) {
+NetworkDecision Decide(const NetworkAllowlist& policy, HostMatches host_matches, DecidedPort port) {
+  // Port 0 means nothing to connect to; refused before any rule can match it.
+  if (port && *port == 0) return {false, "", "port"};
   std::vector<const PortSet*> denied_ports;
   std::string first_deny;
   for (size_t i = 0; i < policy.deny.size(); ++i) {
     const NetworkRule& rule = policy.deny[i];
     if (!host_matches(rule)) continue;
-    if (port != 0 && rule.ports.Contains(port)) return {false, Label("deny", i), "deny_rule"};
+    if (port && rule.ports.Contains(*port)) return {false, Label("deny", i), "deny_rule"};
     denied_ports.push_back(&rule.ports);
     if (first_deny.empty()) first_deny = Label("deny", i);
   }
@@ -69,16 +74,23 @@ NetworkDecision Decide(const NetworkAllowlist& policy, HostMatches host_matches,
     for (size_t i = 0; i < rules->size(); ++i) {
       const NetworkRule& rule = (*rules)[i];
       if (!host_matches(rule)) continue;
-      // port 0 (DNS): allowed while some port of the rule is not denied for this host.
-      bool allowed =
-          port == 0 ? !PortsCovered(rule.ports, denied_ports) : rule.ports.Contains(port);
+      const bool allowed =
+          port ? rule.ports.Contains(*port) : !PortsCovered(rule.ports, denied_ports);
       if (allowed) return {true, Label(list, i), ""};
       if (names_host.empty()) names_host = Label(list, i);
     }
   }
   if (names_host.empty()) return {false, "", "no_rule"};
-  if (port == 0) return {false, first_deny, "deny_rule"};
+  if (!port) return {false, first_deny, "deny_rule"};
   return {false, names_host, "port"};
+}
+
+NetworkDecision DecideAnyName(const NetworkAllowlist& policy, std::string_view name,
+                              DecidedPort port) {
+  auto normalized = NormalizeHostName(name);
+  if (!normalized) return {false, "", "no_rule"};
+  return Decide(
+      policy, [&](const NetworkRule& rule) { return NameMatchesHost(rule, *normalized); }, port);
 }
 
 std::set<uint16_t> FixedCapturePorts() {
@@ -105,18 +117,19 @@ bool PortSet::Contains(uint16_t port) const {
 }
 
 bool NetworkRule::MatchesName(std::string_view lower_case_name, uint16_t port) const {
-  return NameMatchesHost(*this, lower_case_name) && PortMatches(ports, port);
+  return NameMatchesHost(*this, lower_case_name) && ports.Contains(port);
 }
 
 bool NetworkRule::MatchesAddress(const IpAddress& address, uint16_t port) const {
-  return AddressMatchesHost(*this, address) && PortMatches(ports, port);
+  return AddressMatchesHost(*this, address) && ports.Contains(port);
 }
 
 NetworkDecision DecideName(const NetworkAllowlist& policy, std::string_view name, uint16_t port) {
-  auto normalized = NormalizeHostName(name);
-  if (!normalized) return {false, "", "no_rule"};
-  return Decide(
-      policy, [&](const NetworkRule& rule) { return NameMatchesHost(rule, *normalized); }, port);
+  return DecideAnyName(policy, name, port);
+}
+
+NetworkDecision DecideNameQuery(const NetworkAllowlist& policy, std::string_view name) {
+  return DecideAnyName(policy, name, std::nullopt);
 }
 
 NetworkDecision DecideAddress(const NetworkAllowlist& policy, const IpAddress& address,

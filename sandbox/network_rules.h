@@ -55,8 +55,8 @@ struct NetworkRule {
   int prefix_length = 0;  // kAddress: 0..32 (v4) or 0..128 (v6)
   PortSet ports;
 
-  // port 0 means "on any port". An IPv4-mapped address (::ffff:a.b.c.d, what a dual-stack
-  // listener reports for an IPv4 peer) matches IPv4 rules.
+  // Port 0 is never a destination and matches no rule. An IPv4-mapped address
+  // (::ffff:a.b.c.d, what a dual-stack listener reports for an IPv4 peer) matches IPv4 rules.
   bool MatchesName(std::string_view lower_case_name, uint16_t port) const;
   bool MatchesAddress(const IpAddress& address, uint16_t port) const;
   bool operator==(const NetworkRule&) const = default;
@@ -129,12 +129,15 @@ struct NetworkDecision {
   std::string reason;  // "" when allowed; else "deny_rule", "no_rule", "port", ...
 };
 
-// A name (DNS query, SNI, Host) on a port; normalized here (NormalizeHostName), and an invalid
-// name is denied "no_rule". port 0 means "any port": used for DNS, where a name gets an answer
-// when some allow rule names it on a port that no deny rule for it covers.
+// A connection to a name (SNI, Host, the name behind a fake address) on `port`; the name is
+// normalized here (NormalizeHostName), and an invalid name is denied "no_rule". Port 0 is
+// never a valid destination: denied "port" whatever the rules say.
 NetworkDecision DecideName(const NetworkAllowlist& policy, std::string_view name, uint16_t port);
+// A DNS query for a name: answered when some allow rule names it on a port that no deny rule
+// for it covers (the port is decided when the connection comes, by DecideName).
+NetworkDecision DecideNameQuery(const NetworkAllowlist& policy, std::string_view name);
 // An IP literal the code connected to directly: deny rules, then allow, then allow_private
-// rules. An internal address that no allow_private rule covers is denied "internal_address"
+// rules; port 0 is denied "port" as in DecideName. An internal address that no allow_private rule covers is denied "internal_address"
 // even when an allow rule matches it.
 NetworkDecision DecideAddress(const NetworkAllowlist& policy, const IpAddress& address,
                               uint16_t port);

@@ -34,9 +34,9 @@ DnsOutcome AnswerDnsQuery(std::span<const uint8_t> packet, const NetworkAllowlis
   if (!query.name_valid) {
     return Denied(BuildDnsEmptyAnswer(query, kDnsRcodeNxDomain), query, "no_rule", "NXDOMAIN");
   }
-  // Port 0: the name is answered when an allow rule names it on any port; the port is
-  // checked when the connection comes.
-  const NetworkDecision decision = DecideName(policy, query.name, 0);
+  // The name is answered when an allow rule names it on some port; the port is checked when
+  // the connection comes.
+  const NetworkDecision decision = DecideNameQuery(policy, query.name);
   if (!decision.allowed) {
     return Denied(BuildDnsEmptyAnswer(query, kDnsRcodeNxDomain), query, decision.reason,
                   "NXDOMAIN");

@@ -58,6 +58,28 @@ TEST_F(NetworkAllowlist, StarPortLogsAndRefusesEveryOtherDestinationOnAnyPort) {
                ConnDenied("no_rule", Endpoint(kPypi, nettest::kPostgresPort)));
 }
 
+// Port 0 names no service: a connection to it is refused and logged as "port" even under a
+// `*` rule, by name and by address, never dialled.
+TEST_F(NetworkAllowlist, PortZeroIsRefusedUnderAStarRule) {
+  auto control = Control({"banner", kPypi, "0"});
+  EXPECT_EQ(Str(control.probe, "stage"), "connect") << control.diagnostics;
+  EXPECT_FALSE(Str(control.probe, "errno_name").empty()) << control.diagnostics;
+  SBX_NET_SANDBOXED_HALF();
+  auto policy = Allowlist({"pypi.test:*", kPypi + ":*"});
+  for (const std::string& target : {std::string("pypi.test"), kPypi}) {
+    SCOPED_TRACE(target);
+    auto run = Sandboxed(policy, {"banner", target, "0"});
+    ASSERT_TRUE(run.ran);
+    ExpectReset(run.probe);
+    auto log = ReadAuditLog(run.result);
+    const auto refused = Matching(log, {.ev = "conn", .decision = "deny", .reason = "port"});
+    ASSERT_FALSE(refused.empty()) << "no conn record with reason port";
+    for (const auto& record : refused) EXPECT_TRUE(Str(record, "dst").ends_with(":0")) << record;
+    ExpectNoRecord(log, {.ev = "conn", .decision = "allow"});
+    ExpectNoRecord(log, {.ev = "conn", .reason = "upstream_error"});
+  }
+}
+
 TEST_F(NetworkAllowlist, EveryPortIsCapturedWithoutAStarRuleToo) {
   SBX_NET_SANDBOXED_HALF();
   auto run = Sandboxed(Allowlist({"pypi.test"}), {"banner", kEvil, std::to_string(kUncapturedPort)});

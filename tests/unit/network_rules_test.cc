@@ -176,7 +176,7 @@ TEST(NetworkRuleMatch, ExactNameIsCaseInsensitiveWithTrailingDot) {
   EXPECT_FALSE(DecideName(policy, "xpypi.org", 443).allowed);
   EXPECT_TRUE(policy.allow[0].MatchesName("pypi.org", 443));
   EXPECT_FALSE(policy.allow[0].MatchesName("pypi.org", 80));
-  EXPECT_TRUE(policy.allow[0].MatchesName("pypi.org", 0));
+  EXPECT_FALSE(policy.allow[0].MatchesName("pypi.org", 0)) << "port 0 is no destination";
 }
 
 TEST(NetworkRuleMatch, SuffixMatchesBelowButNotTheApexNorLookalikes) {
@@ -243,7 +243,7 @@ TEST(NetworkDecision, DenyWins) {
   EXPECT_EQ(Show(DecideName(policy, "uploads.example.com", 443)),
             "deny rule=deny[0] reason=deny_rule");
   EXPECT_EQ(DecideName(policy, "uploads.example.com", 80).reason, "deny_rule");
-  EXPECT_EQ(DecideName(policy, "uploads.example.com", 0).reason, "deny_rule")
+  EXPECT_EQ(DecideNameQuery(policy, "uploads.example.com").reason, "deny_rule")
       << "no DNS answer either";
   EXPECT_TRUE(DecideName(policy, "www.example.com", 443).allowed);
   EXPECT_EQ(Show(DecideAddress(policy, Ip("203.0.113.66"), 443)),
@@ -255,11 +255,23 @@ TEST(NetworkDecision, DnsAnswersWhileSomeAllowedPortIsNotDenied) {
   NetworkAllowlist policy;
   policy.allow = {Rule("*.example.com:22,443")};
   policy.deny = {Rule("git.example.com:22", DefaultPorts::kAll)};
-  EXPECT_TRUE(DecideName(policy, "git.example.com", 0).allowed);
+  EXPECT_TRUE(DecideNameQuery(policy, "git.example.com").allowed);
   EXPECT_TRUE(DecideName(policy, "git.example.com", 443).allowed);
   EXPECT_EQ(DecideName(policy, "git.example.com", 22).reason, "deny_rule");
   policy.deny.push_back(Rule("*.example.com:400-500", DefaultPorts::kAll));
-  EXPECT_EQ(Show(DecideName(policy, "git.example.com", 0)), "deny rule=deny[0] reason=deny_rule");
+  EXPECT_EQ(Show(DecideNameQuery(policy, "git.example.com")), "deny rule=deny[0] reason=deny_rule");
+}
+
+TEST(NetworkDecision, PortZeroIsNeverADestination) {
+  NetworkAllowlist policy;
+  policy.allow = {Rule("pypi.org:*"), Rule("203.0.113.0/24:*")};
+  policy.allow_private = {Rule("10.0.0.0/8:*")};
+  EXPECT_TRUE(DecideNameQuery(policy, "pypi.org").allowed) << "the name is still answered";
+  EXPECT_EQ(Show(DecideName(policy, "pypi.org", 0)), "deny rule= reason=port");
+  EXPECT_EQ(Show(DecideAddress(policy, Ip("203.0.113.10"), 0)), "deny rule= reason=port");
+  EXPECT_EQ(DecideAddress(policy, Ip("10.0.0.5"), 0).reason, "port");
+  EXPECT_FALSE(AllowPrivateCovers(policy, Ip("10.0.0.5"), 0));
+  EXPECT_TRUE(AllowPrivateCovers(policy, Ip("10.0.0.5"), 1));
 }
 
 TEST(NetworkDecision, ReasonsNoRuleAndPort) {
@@ -268,7 +280,7 @@ TEST(NetworkDecision, ReasonsNoRuleAndPort) {
   EXPECT_EQ(Show(DecideName(policy, "pypi.org", 22)), "deny rule=allow[0] reason=port");
   EXPECT_EQ(DecideAddress(policy, Ip("203.0.113.10"), 8443).reason, "port");
   EXPECT_EQ(Show(DecideName(policy, "x9f2.evil.tld", 443)), "deny rule= reason=no_rule");
-  EXPECT_EQ(DecideName(policy, "x9f2.evil.tld", 0).reason, "no_rule");
+  EXPECT_EQ(DecideNameQuery(policy, "x9f2.evil.tld").reason, "no_rule");
   EXPECT_EQ(DecideAddress(policy, Ip("203.0.113.12"), 443).reason, "no_rule");
   EXPECT_EQ(DecideName(policy, "bad\r\nname", 443).reason, "no_rule");
   EXPECT_EQ(DecideName(NetworkAllowlist{}, "pypi.org", 443).reason, "no_rule");
