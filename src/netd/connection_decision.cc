@@ -1,6 +1,8 @@
 // Applies §4.5's steps to a connection's destination and first bytes.
 #include "src/netd/connection_decision.h"
 
+#include <algorithm>
+
 #include "src/netd/endpoint.h"
 
 namespace sbx::netd {
@@ -43,10 +45,10 @@ ConnectionVerdict DecideFakeName(const NetworkAllowlist& policy, const Destinati
                                  const Peek& peek) {
   switch (peek.kind) {
     case PeekKind::kNotPeeked:
-    case PeekKind::kTlsNoSni:
       break;
     case PeekKind::kTimeout:
       return Deny("timeout");
+    case PeekKind::kTlsNoSni:  // the client knows the name (it asked our DNS) and hides it
     case PeekKind::kTlsInvalid:
       return Deny("sni_mismatch");
     case PeekKind::kHttpInvalid:
@@ -118,11 +120,16 @@ ConnectionVerdict DecideConnection(const NetworkAllowlist& policy, const Destina
 }
 
 std::vector<IpAddress> DialableAddresses(const NetworkAllowlist& policy,
+                                         const std::vector<IpAddress>& host_addresses,
                                          const std::vector<IpAddress>& resolved, uint16_t port) {
   std::vector<IpAddress> dialable;
   for (const IpAddress& raw : resolved) {
     const IpAddress address = UnwrapV4Mapped(raw);
-    if (IsInternalAddress(address) && !AllowPrivateCovers(policy, address, port)) continue;
+    const bool host_own =
+        std::find(host_addresses.begin(), host_addresses.end(), address) != host_addresses.end();
+    if ((IsInternalAddress(address) || host_own) && !AllowPrivateCovers(policy, address, port)) {
+      continue;
+    }
     bool seen = false;
     for (const IpAddress& kept : dialable) seen = seen || kept == address;
     if (!seen) dialable.push_back(address);

@@ -8,11 +8,14 @@
 //      (none: unmapped_fake_ip); any other address is an IP literal.
 //   2. On ports 80 and 443 the first bytes are read (first_bytes.h) before deciding.
 //   3. DecideConnection: a fake address's name must be the SNI / Host the client sent (case
-//      and a trailing dot ignored; a ClientHello without SNI passes); an IP literal adopts an
+//      and a trailing dot ignored; a ClientHello without SNI names nothing and is refused as a
+//      mismatch); port 0 is refused (DecideName: no service listens there); an IP literal adopts an
 //      SNI / Host that an allow rule names (so netd dials that name, never the literal), else
 //      it is matched against the address rules. Deny rules win over allow rules.
-//   4. DialableAddresses: of the addresses the name resolved to once (or the literal), those
-//      not internal, unless allow_private covers them; none left is internal_address.
+//   4. DialableAddresses: of the addresses the name resolved to for this connection (or the
+//      literal), those neither internal nor the host's own (an address of one of its
+//      interfaces: its services listen there), unless allow_private covers them; none left is
+//      internal_address.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +60,7 @@ ConnectionVerdict DecideConnection(const NetworkAllowlist& policy, const Destina
                                    const Peek& peek);
 
 std::vector<IpAddress> DialableAddresses(const NetworkAllowlist& policy,
+                                         const std::vector<IpAddress>& host_addresses,
                                          const std::vector<IpAddress>& resolved, uint16_t port);
 
 }  // namespace sbx::netd

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 
@@ -15,6 +16,7 @@
 #include "src/netd/ca_files.h"
 #include "src/netd/control.h"
 #include "src/netd/hardening.h"
+#include "src/netd/host_addresses.h"
 #include "src/netd/mitm_context.h"
 #include "src/netd/netd_context.h"
 #include "src/netd/netd_server.h"
@@ -32,6 +34,14 @@ int Fail(const Error& error) {
 }
 
 int Serve() {
+  // 0. Names are resolved exactly as the policy allows them. An empty LOCALDOMAIN replaces
+  //    resolv.conf's `search` and `domain` lines (and the domain of the host name) with no
+  //    search list, so glibc never dials "<allowed name>.<search domain>", whatever `ndots`
+  //    says (Kubernetes sets 5). Not a trailing dot on each name: that would also skip
+  //    /etc/hosts (localhost, --add-host, hostAliases), whose files backend has no dotted form.
+  if (setenv("LOCALDOMAIN", "", 1) != 0) {
+    return Fail(SysError(ErrorCode::kSetupFailed, "setenv(LOCALDOMAIN)"));
+  }
   // 1. Harden before reading anything: no privileges, no new processes, only the syscalls
   //    serving needs.
   if (auto hardened = HardenProcess(); !hardened) return Fail(hardened.error());
@@ -72,6 +82,10 @@ int Serve() {
   NetdContext context(std::move(hello->allowlist), hello->audit_log ? kNetdAuditLogFd : -1,
                       hello->run_id);
   context.mitm = std::move(mitm);
+  //    The host's own addresses, read once in the host's network namespace (netd's own).
+  auto host_addresses = ReadHostAddresses();
+  if (!host_addresses) return Fail(host_addresses.error());
+  context.host_addresses = std::move(*host_addresses);
   if (auto sent = SendReady(kNetdControlFd); !sent) return 1;
 
   // 3. The capture sockets, served as soon as all have arrived.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "sandbox/network_rules.h"
 #include "src/netd/audit_log.h"
@@ -32,6 +33,9 @@ struct NetdContext {
       : policy(std::move(allowlist)), log(audit_fd, std::move(run_id)) {}
 
   const NetworkAllowlist policy;
+  // Every address of the host's interfaces when netd started (host_addresses.h): refused like
+  // internal addresses, since the host's own services listen on them.
+  std::vector<IpAddress> host_addresses;
   FakeIpPool pool;
   AuditLog log;
   RunCounters counters;

@@ -108,9 +108,9 @@ void TcpConnection::Decide(const Peek& peek) {
 
 void TcpConnection::Resolve() {
   if (!verdict_.name) return OnResolved({destination_.address}, false);
-  // The name is resolved once, here, by the host's resolver; the address connected to is one
-  // of these, never one the sandbox chose (its /etc/hosts, its own DNS) and never looked up
-  // again (rebinding).
+  // The name is resolved once per connection, here, by the host's resolver, exactly as
+  // written (main.cc empties the search list); the address connected to is one of these, never
+  // one the sandbox chose (its /etc/hosts, its own DNS) and never looked up again (rebinding).
   resolver_.async_resolve(
       *verdict_.name, std::to_string(dst_.port), boost::asio::ip::tcp::resolver::numeric_service,
       [self = shared_from_this()](boost::system::error_code ec,
@@ -127,7 +127,7 @@ void TcpConnection::Resolve() {
 
 void TcpConnection::OnResolved(const std::vector<IpAddress>& resolved, bool failed) {
   if (failed) return Refuse("resolve_failed", verdict_.rule);
-  dialable_ = DialableAddresses(context_.policy, resolved, dst_.port);
+  dialable_ = DialableAddresses(context_.policy, context_.host_addresses, resolved, dst_.port);
   if (dialable_.empty()) return Refuse("internal_address", verdict_.rule);
   timer_.expires_after(SteadySeconds(context_.policy.limits.connect_timeout_seconds));
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {

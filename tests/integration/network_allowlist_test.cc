@@ -126,6 +126,22 @@ TEST_F(NetworkAllowlist, Net15IpLiteralWithAnAllowedSniIsRedialledByName) {
   ExpectRecord(log, allowed);
 }
 
+// A client that asked the sandbox's DNS for a name and then hides it (no server_name) shows
+// nothing netd can match: refused like a mismatch, since the name must equal the SNI.
+TEST_F(NetworkAllowlist, AClientHelloWithoutServerNameToAFakeAddressIsRefused) {
+  const std::vector<std::string> tls = {"tls", "pypi.test", "--host", "pypi.test"};
+  auto control = Control(tls);
+  EXPECT_EQ(Str(control.probe, "body"), "pypi.test") << control.diagnostics;
+  SBX_NET_SANDBOXED_HALF();
+  auto run = Sandboxed(Allowlist({"pypi.test"}), tls);
+  ASSERT_TRUE(run.ran);
+  ExpectReset(run.probe);
+  EXPECT_EQ(CountEvents(run.events, {.kind = "request"}), 0u);
+  AuditMatch sni = ConnDenied("sni_mismatch");
+  sni.name = "pypi.test";
+  ExpectRecord(ReadAuditLog(run.result), sni);
+}
+
 TEST_F(NetworkAllowlist, Net16SniOrHostOtherThanTheFakeIpsNameIsRefused) {
   const std::vector<std::string> tls = {"tls", "pypi.test", "--sni", "evil.test"};
   const std::vector<std::string> http = {"http", "pypi.test", "--host", "evil.test"};

@@ -128,24 +128,31 @@ def parse_query(data):
 
 class Zone:
     """What "the internet's" resolver answers. rebind.test alternates between a public and an
-    internal address with TTL 0 (a rebinding attack); anything under evil.test resolves, so
-    exfiltration through DNS would work; other names are NXDOMAIN."""
+    internal address with TTL 0 (a rebinding attack); flip.test alternates between api.test's
+    and cdn.test's addresses with TTL 0 (a record that changes); anything under evil.test
+    resolves, so exfiltration through DNS would work; other names are NXDOMAIN."""
 
     def __init__(self, hosts):
         self.by_name = {h["name"]: h["addr"] for h in hosts if ":" not in h["addr"]}
         self.v6_by_name = {h["name"]: h["addr"] for h in hosts if ":" in h["addr"]}
-        self.rebind_count = 0
+        # Names whose AAAA query gets no answer (the others get v6.test's address).
+        self.v4_only = {h["name"] for h in hosts if h.get("v4_only")}
+        # Names whose A record alternates between two hosts' addresses (TTL 0), with the
+        # number of A queries each has had.
+        self.alternating = {"rebind.test": ("rebind.test", "internal.test"),
+                            "flip.test": ("api.test", "cdn.test")}
+        self.queries = {name: 0 for name in self.alternating}
         self.lock = threading.Lock()
 
     def records(self, qname, qtype):
         """(rcode, [(type, ttl, rdata)])"""
-        if qname == "rebind.test":
+        if qname in self.alternating:
             if qtype != 1:
                 return 0, []
             with self.lock:
-                self.rebind_count += 1
-                public = self.rebind_count % 2 == 1
-            addr = self.by_name["rebind.test"] if public else self.by_name["internal.test"]
+                self.queries[qname] += 1
+                first = self.queries[qname] % 2 == 1
+            addr = self.by_name[self.alternating[qname][0 if first else 1]]
             return 0, [(1, 0, socket.inet_aton(addr))]
         if qname == "evil.test" or qname.endswith(".evil.test"):
             if qtype == 1:
@@ -156,7 +163,7 @@ class Zone:
         if qname in self.by_name:
             if qtype == 1:
                 return 0, [(1, 60, socket.inet_aton(self.by_name[qname]))]
-            if qtype == 28:
+            if qtype == 28 and qname not in self.v4_only:
                 return 0, [(28, 60, socket.inet_pton(socket.AF_INET6, self.v6_by_name["v6.test"]))]
             if qtype == 65:
                 return 0, [(65, 60, b"\x00\x01\x00")]  # priority 1, target "." (ServiceMode)

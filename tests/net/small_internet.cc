@@ -97,6 +97,9 @@ Result<void> SmallInternet::Bring() {
     hosts.push_back({{"name", host.name}, {"addr", host.address}});
     if (host.name != kRogueCaHost) names += "," + std::string(host.name);
   }
+  for (const auto& host : kDnsOnlyHosts) {
+    zone.push_back({{"name", host.name}, {"addr", host.address}, {"v4_only", true}});
+  }
   auto certs = RunBounded({kHostPython, NetTestSourceDir() + "/servers.py", "certs", "--dir",
                            cert_dir, "--names", names, "--rogue-names", kRogueCaHost},
                           kCertSeconds);
@@ -137,7 +140,9 @@ Result<void> SmallInternet::Bring() {
   nlohmann::json canary = {
       {"events", state_dir_ + "/events.jsonl"},
       {"cert_dir", cert_dir},
-      {"hosts", {{{"name", kCanaryName}, {"addr", "127.0.0.1"}}}},
+      {"hosts",
+       {{{"name", kCanaryName}, {"addr", "127.0.0.1"}},
+        {{"name", "self.test"}, {"addr", kVethAddressT}}}},
       {"http_ports", {kHttpPort}},
       {"https_ports", nlohmann::json::array()},
       {"banner_ports", {{std::to_string(kCanaryPort), "canary-banner"}}},

@@ -177,9 +177,16 @@ Result<void> Topology::Build() {
   }
   etc_created_ = true;
   SBX_TRY(WriteFile(etc + "/hosts", HostsFile()));
-  SBX_TRY(WriteFile(etc + "/resolv.conf",
-                    "nameserver " + std::string(kDnsAddress) + "\noptions timeout:2 attempts:1\n"));
+  SBX_TRY(WriteFile(ResolvConfPath(), DefaultResolvConf()));
   return Ok{};
+}
+
+std::string Topology::ResolvConfPath() const {
+  return std::string(kEtcNetns) + "/" + t_ + "/resolv.conf";
+}
+
+std::string Topology::DefaultResolvConf() {
+  return "nameserver " + std::string(kDnsAddress) + "\noptions timeout:2 attempts:1\n";
 }
 
 Result<void> Topology::Destroy() {

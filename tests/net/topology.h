@@ -43,6 +43,19 @@ inline constexpr InternetHost kInternetHosts[] = {
     {"nat64.test",     "64:ff9b::a00:5",  false, true},   // 10.0.0.5 behind a NAT64 prefix
 };
 // clang-format on
+// Names only the test DNS server knows, beside kInternetHosts. With `search corp.test` in a
+// resolv.conf, a lookup of "apex.test" or "ghost.test" that applies the search list finds the
+// *.corp.test names, which point at evil.test. self.test is T's own veth address, where the
+// canary also serves HTTP (a service of the host on a public-looking address).
+inline constexpr std::string_view kSearchDomain = "corp.test";
+// clang-format off
+inline constexpr InternetHost kDnsOnlyHosts[] = {
+    {"apex.test",            "203.0.113.13", false, false},  // cdn.test's address
+    {"apex.test.corp.test",  "203.0.113.12", false, false},  // evil.test's address
+    {"ghost.test.corp.test", "203.0.113.12", false, false},
+    {"self.test",            "192.0.2.1",    false, false},  // kVethAddressT
+};
+// clang-format on
 inline constexpr std::string_view kDnsName = "dns.test";
 inline constexpr std::string_view kDnsAddress = "203.0.113.53";  // T's resolv.conf points here
 inline constexpr std::string_view kVethAddressT = "192.0.2.1";
@@ -72,6 +85,10 @@ class Topology {
   Result<void> Destroy();
 
   const std::string& t() const { return t_; }
+  // The resolv.conf that processes run with InT() see (a file of this topology's own, bound
+  // over /etc/resolv.conf in their mount namespace); tests may rewrite it.
+  std::string ResolvConfPath() const;
+  static std::string DefaultResolvConf();
   const std::string& u() const { return u_; }
   // argv run in T or U: {"/usr/sbin/ip", "netns", "exec", <ns>, argv...}.
   std::vector<std::string> InT(const std::vector<std::string>& argv) const;

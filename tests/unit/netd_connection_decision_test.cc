@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "src/netd/endpoint.h"
+#include "src/netd/host_addresses.h"
 
 namespace sbx::netd {
 namespace {
@@ -85,7 +87,8 @@ TEST_F(ConnectionDecisionTest, UnmappedFakeAddressIsDenied) {
 
 TEST_F(ConnectionDecisionTest, SniAndHostMustBeTheFakeAddressesName) {
   EXPECT_TRUE(Decide(pypi_, 443, {PeekKind::kTlsSni, "PyPI.org."}).allowed);  // case, dot
-  EXPECT_TRUE(Decide(pypi_, 443, {PeekKind::kTlsNoSni, ""}).allowed);
+  EXPECT_EQ(Decide(pypi_, 443, {PeekKind::kTlsNoSni, ""}).reason, "sni_mismatch")
+      << "no server_name shows no name to match";
   EXPECT_TRUE(Decide(pypi_, 80, {PeekKind::kHttpHost, "pypi.org"}).allowed);
   const auto sni = Decide(pypi_, 443, {PeekKind::kTlsSni, "evil.test"});
   EXPECT_FALSE(sni.allowed);
@@ -152,13 +155,34 @@ TEST_F(ConnectionDecisionTest, DialableAddressesDropInternalOnesUnlessAllowPriva
       Ip("10.0.0.5"),        Ip("169.254.169.254"), Ip("127.0.0.1"),
       Ip("::ffff:10.0.0.6"), Ip("10.20.1.1"),       Ip("151.101.0.223"),
       Ip("151.101.0.223"),   Ip("fd00::1"),         Ip("2a04:4e42::223")};
-  const auto dialable = DialableAddresses(policy_, resolved, 443);
+  const auto dialable = DialableAddresses(policy_, {}, resolved, 443);
   ASSERT_EQ(dialable.size(), 3u);
   EXPECT_EQ(dialable[0], Ip("10.20.1.1"));  // allow_private 10.20.0.0/16:443
   EXPECT_EQ(dialable[1], Ip("151.101.0.223"));
   EXPECT_EQ(dialable[2], Ip("2a04:4e42::223"));
-  EXPECT_TRUE(DialableAddresses(policy_, {Ip("10.20.1.1")}, 8443).empty());  // wrong port
-  EXPECT_TRUE(DialableAddresses(policy_, {Ip("198.18.0.7")}, 443).empty());  // fake range
+  EXPECT_TRUE(DialableAddresses(policy_, {}, {Ip("10.20.1.1")}, 8443).empty());  // wrong port
+  EXPECT_TRUE(DialableAddresses(policy_, {}, {Ip("198.18.0.7")}, 443).empty());  // fake range
+}
+
+TEST_F(ConnectionDecisionTest, TheHostsOwnAddressesAreDroppedUnlessAllowPrivateCovers) {
+  const std::vector<IpAddress> host = {Ip("151.101.0.223"), Ip("10.20.1.1"), Ip("2a04:4e42::1")};
+  const std::vector<IpAddress> resolved = {Ip("151.101.0.223"), Ip("::ffff:151.101.0.223"),
+                                           Ip("2a04:4e42::1"), Ip("10.20.1.1"),
+                                           Ip("151.101.0.224")};
+  const auto dialable = DialableAddresses(policy_, host, resolved, 443);
+  ASSERT_EQ(dialable.size(), 2u);
+  EXPECT_EQ(dialable[0], Ip("10.20.1.1"));  // the host's, but allow_private 10.20.0.0/16:443
+  EXPECT_EQ(dialable[1], Ip("151.101.0.224"));
+  EXPECT_EQ(DialableAddresses(policy_, {}, resolved, 443).size(), 4u) << "the control";
+}
+
+TEST(HostAddresses, IncludeLoopbackOnceAndNoMappedForms) {
+  auto addresses = ReadHostAddresses();
+  ASSERT_TRUE(addresses) << addresses.error().message;
+  EXPECT_EQ(std::count(addresses->begin(), addresses->end(), Ip("127.0.0.1")), 1);
+  for (const IpAddress& address : *addresses) {
+    EXPECT_EQ(UnwrapV4Mapped(address), address) << address.ToString();
+  }
 }
 
 TEST(Endpoint, FormatsAndUnwraps) {
