@@ -71,15 +71,20 @@ void Relay::Start(std::vector<uint8_t> first_bytes, std::shared_ptr<void> owner,
   Pump(down_);
   if (finished_) return;
   if (first_bytes.empty()) return Pump(up_);
-  // The first bytes were read before the decision; they go out before anything spliced.
+  // The first bytes were read before the decision; they go out before anything spliced, as
+  // far as the run's egress budget reaches.
+  const bool over_budget = first_bytes.size() > EgressLeft();
+  if (over_budget) first_bytes.resize(static_cast<size_t>(EgressLeft()));
   if (!Count(up_, first_bytes.size())) return;
   auto bytes = std::make_shared<std::vector<uint8_t>>(std::move(first_bytes));
-  boost::asio::async_write(up_.to, boost::asio::buffer(*bytes),
-                           [this, bytes, owner = owner_](boost::system::error_code ec, size_t) {
-                             if (finished_) return;
-                             if (ec) return Finish(RelayEnd::kReset, true);
-                             Pump(up_);
-                           });
+  boost::asio::async_write(
+      up_.to, boost::asio::buffer(*bytes),
+      [this, bytes, over_budget, owner = owner_](boost::system::error_code ec, size_t) {
+        if (finished_) return;
+        if (ec) return Finish(RelayEnd::kReset, true);
+        if (over_budget) return CutAtEgressLimit();
+        Pump(up_);
+      });
 }
 
 bool Relay::OpenPipe(Direction& direction) {
@@ -113,6 +118,13 @@ void Relay::Pump(Direction& direction) {
     if (direction.left) {
       if (*direction.left == 0 && direction.in_pipe == 0) return Discard(direction);
       want = static_cast<size_t>(std::min<uint64_t>(want, *direction.left));
+    }
+    if (direction.upstream_bound && want > 0) {
+      // Never more than the run's egress budget: what fits goes out, and the connection ends
+      // only once the sandbox has more to send (the pipe drained first).
+      const uint64_t budget = EgressLeft();
+      if (budget == 0 && direction.in_pipe == 0) return CheckEgressOverrun(direction);
+      want = static_cast<size_t>(std::min<uint64_t>(want, budget));
     }
     if (want > 0) {
       const ssize_t in = splice(direction.from.native_handle(), nullptr, direction.pipe_in.get(),
@@ -158,6 +170,35 @@ void Relay::Discard(Direction& direction) {
   boost::asio::post(direction.from.get_executor(), [this, &direction, owner = owner_] {
     if (!finished_) Pump(direction);
   });
+}
+
+uint64_t Relay::EgressLeft() const {
+  const uint64_t sent = context_.counters.summary().bytes_up;
+  const uint64_t limit = context_.policy.limits.egress_bytes_max;
+  return sent >= limit ? 0 : limit - sent;
+}
+
+void Relay::CheckEgressOverrun(Direction& direction) {
+  char byte;
+  const ssize_t peeked =
+      ::recv(direction.from.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (peeked > 0) return CutAtEgressLimit();
+  if (peeked == 0) {
+    direction.end_of_stream = true;
+    return OnEndOfStream(direction);
+  }
+  if (errno == EAGAIN || errno == EINTR) return Await(direction, boost::asio::socket_base::wait_read);
+  Finish(RelayEnd::kReset, true);
+}
+
+void Relay::CutAtEgressLimit() {
+  // What fit in the budget has been written to the upstream socket: it gets those bytes and an
+  // end of stream (a close with nothing unread sends the FIN after them; a reset would drop
+  // what the kernel still holds). The sandbox's side is reset: its send was cut.
+  boost::system::error_code ec;
+  up_.to.shutdown(boost::asio::socket_base::shutdown_send, ec);
+  up_.to.close(ec);
+  Finish(RelayEnd::kLimitBytes, true);
 }
 
 bool Relay::Count(Direction& direction, size_t size) {

@@ -13,8 +13,10 @@
 // - Half-close aware: end of stream from one side becomes shutdown(SHUT_WR) towards the other,
 //   and the other direction keeps flowing (HTTP/1.0 clients, `nc -q`).
 // - Cut, with a reset towards both sides, on an error in either direction, after
-//   idle_timeout_seconds without a byte either way, when the run's egress_bytes_max would be
-//   exceeded (the chunk that would exceed it is not sent), and when netd stops.
+//   idle_timeout_seconds without a byte either way, and when netd stops.
+// - The run's egress_bytes_max: the sandbox's bytes go upstream up to the budget left, not
+//   one more; when the sandbox has more to send, the upstream gets an end of stream after the
+//   bytes that fit and the sandbox's side a reset (limit_bytes).
 // Bytes are counted into the run's counters as they enter a pipe.
 // netd must ignore SIGPIPE: splice(2) to a socket has no MSG_NOSIGNAL.
 #pragma once
@@ -81,8 +83,12 @@ class Relay {
   void Pump(Direction& direction);
   void Discard(Direction& direction);
   bool Count(Direction& direction, size_t size);
+  // What the run may still send upstream (egress_bytes_max minus what every connection sent).
+  uint64_t EgressLeft() const;
+  // With the budget spent and the pipe empty: the connection ends if the sandbox has more.
+  void CheckEgressOverrun(Direction& direction);
+  void CutAtEgressLimit();
   void Await(Direction& direction, boost::asio::socket_base::wait_type what);
-  void WriteFirstBytes(std::shared_ptr<std::vector<uint8_t>> bytes);
   void OnEndOfStream(Direction& direction);
   void WatchIdle();
   void Finish(RelayEnd end, bool reset);
