@@ -157,6 +157,9 @@ void SandboxChildMain(const ChildPlan& plan) {
   // which non-dumpable hands to root, to write the id maps.) execve makes the program itself
   // dumpable again.
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
+  // /proc/1/cmdline is world-readable, dumpable or not: the runner's arguments and environment
+  // strings in our copy of its memory go before anything of the sandbox can run.
+  HideRunnerStringsInChild(plan.runner_strings);
   ChildStep step = ChildStep::kMountImage;
   MountSources sources;
   if (int err = OpenMountSourcesInChild(plan.mounts, &sources, &step)) FailSetup(sync_fd, step, err);

@@ -10,6 +10,7 @@
 #include "sandbox/mounts.h"
 #include "sandbox/network_capture.h"
 #include "sandbox/rlimits.h"
+#include "sandbox/runner_strings.h"
 #include "sandbox/seccomp_filter.h"
 
 namespace sbx {
@@ -23,6 +24,7 @@ struct ChildPlan {
   int stdout_fd = -1;
   int stderr_fd = -1;
   bool root_mode = false;      // setgroups(0) is allowed and needed to shed root's groups
+  RunnerStrings runner_strings;  // overwritten first: the init must not show the runner's argv
   bool set_up_loopback = true;  // a fresh network namespace
   CapturePlan capture;          // network allowlist: routes and capture sockets (after lo)
   // RunSpec::zygote_keeps_namespace_capabilities: the program keeps root and its capabilities

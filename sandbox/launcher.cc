@@ -149,6 +149,9 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   }
   auto capabilities = PrepareCapabilitiesInParent();
   if (!capabilities) return capabilities.error();
+  auto runner_strings = FindRunnerStrings();
+  if (!runner_strings) return runner_strings.error().Context("the runner's command line");
+  plan.runner_strings = *runner_strings;
 
   // 3. The cgroup, or rlimits when the policy accepts losing it.
   auto created = CreateCgroupForPolicy(policy, spec.cgroup_options, &result.degraded);

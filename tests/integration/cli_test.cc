@@ -39,6 +39,24 @@ TEST(Cli, PassesOutputAndExitCodeThrough) {
   EXPECT_EQ(run.output, "hello\n");
 }
 
+// The sandbox's pid 1 starts as a copy of the runner: its command line (policy and log paths,
+// every --env KEY=VALUE) must not be readable inside, where /proc/1/cmdline is world-readable.
+TEST(Cli, TheRunnersCommandLineIsNotReadableInside) {
+  const std::string marker = "sbx-argv-marker-5f1c";
+  const std::string read_init =
+      "tr '\\0' ' ' < /proc/1/cmdline; echo; cat /proc/1/comm; tr '\\0' ' ' < /proc/$$/cmdline";
+  // The control: the same reads find the marker in a process's own command line.
+  HostRun host = RunOnHost({"/bin/sh", "-c", read_init, marker});
+  EXPECT_NE(host.output.find(marker), std::string::npos) << host.output;
+  HostRun run = Sbx({"run", "--env", "MARKER=" + marker, "--", "/bin/sh", "-c",
+                     "tr '\\0' ' ' < /proc/1/cmdline; echo; cat /proc/1/comm"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output.find(marker), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("--env"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.rfind("sbx-init", 0), 0u) << run.output;
+  EXPECT_NE(run.output.find("\nsbx-init\n"), std::string::npos) << "comm: " << run.output;
+}
+
 TEST(Cli, JsonPrintsOneObjectWithTheContractFields) {
   HostRun run = Sbx({"run", "--json", "--timeout", "0.5", "--", "/bin/sleep", "5"});
   EXPECT_EQ(run.exit_code, 124);
