@@ -10,7 +10,11 @@ namespace {
 // cheap.
 constexpr size_t kMaxFields = 100;
 
-HttpHeadResult Invalid() { return {HttpHeadStatus::kInvalid, ""}; }
+HttpHeadResult Invalid() {
+  HttpHeadResult result;
+  result.status = HttpHeadStatus::kInvalid;
+  return result;
+}
 
 bool IsTchar(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
@@ -60,6 +64,7 @@ std::optional<std::string> ParseAuthority(std::string_view authority) {
 struct RequestLine {
   std::string_view method;
   std::string_view target;
+  bool http10 = false;
 };
 
 std::optional<RequestLine> ParseRequestLine(std::string_view line) {
@@ -74,6 +79,7 @@ std::optional<RequestLine> ParseRequestLine(std::string_view line) {
     if (c <= 0x20 || c >= 0x7f) return std::nullopt;
   }
   if (version != "HTTP/1.1" && version != "HTTP/1.0") return std::nullopt;
+  request.http10 = version == "HTTP/1.0";
   return request;
 }
 
@@ -93,19 +99,20 @@ std::optional<std::string> TargetHost(const RequestLine& request) {
   return host;
 }
 
-// A field line `name: value`; sets `is_host` and `value` (OWS trimmed).
-bool ParseField(std::string_view line, bool& is_host, std::string_view& value) {
-  if (line.front() == ' ' || line.front() == '\t') return false;  // obs-fold
+// A field line `name: value`; sets `field` (the value OWS trimmed).
+bool ParseField(std::string_view line, HttpField& field) {
+  if (line.empty() || line.front() == ' ' || line.front() == '\t') return false;  // obs-fold
   const size_t colon = line.find(':');
   if (colon == std::string_view::npos || !IsToken(line.substr(0, colon))) return false;
-  value = line.substr(colon + 1);
+  field.name = line.substr(0, colon);
+  std::string_view value = line.substr(colon + 1);
   for (char c : value) {
     const unsigned char u = static_cast<unsigned char>(c);
     if ((u < 0x20 && c != '\t') || u == 0x7f) return false;
   }
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-  is_host = EqualsIgnoreAsciiCase(line.substr(0, colon), "host");
+  field.value = value;
   return true;
 }
 
@@ -115,6 +122,7 @@ HttpHeadResult ReadHttpHost(std::string_view bytes) {
   if (bytes.size() > kMaxHttpHead) bytes = bytes.substr(0, kMaxHttpHead);
   std::optional<RequestLine> request;
   std::optional<std::string> host;
+  HttpHeadResult result;
   size_t at = 0;
   size_t fields = 0;
   // Every complete line is checked as soon as it is there, so a client speaking some other
@@ -143,20 +151,32 @@ HttpHeadResult ReadHttpHost(std::string_view bytes) {
       auto target_host = TargetHost(*request);
       if (!target_host) return Invalid();
       if (!target_host->empty() && !EqualsIgnoreAsciiCase(*target_host, *host)) return Invalid();
-      return {HttpHeadStatus::kHost, std::move(*host)};
+      result.status = HttpHeadStatus::kHost;
+      result.host = std::move(*host);
+      result.head_size = at;
+      result.method = request->method;
+      result.http10 = request->http10;
+      return result;
     }
     if (++fields > kMaxFields) return Invalid();
-    bool is_host = false;
-    std::string_view value;
-    if (!ParseField(line, is_host, value)) return Invalid();
-    if (is_host) {
+    HttpField field;
+    if (!ParseField(line, field)) return Invalid();
+    if (EqualsIgnoreAsciiCase(field.name, "host")) {
       if (host) return Invalid();  // a second Host
-      host = ParseAuthority(value);
-      if (!host) return Invalid();
+      auto authority = SplitAuthority(field.value);
+      if (!authority) return Invalid();
+      host = std::string(authority->host);
+      result.host_port = authority->port;
     }
+    result.fields.push_back(field);
   }
   if (bytes.size() >= kMaxHttpHead) return Invalid();
-  return {HttpHeadStatus::kNeedMore, ""};
+  return HttpHeadResult();
+}
+
+bool IsHttpFieldLine(std::string_view line) {
+  HttpField field;
+  return line.find('\r') == std::string_view::npos && ParseField(line, field);
 }
 
 std::optional<Authority> SplitAuthority(std::string_view authority) {

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sbx::netd {
 
@@ -30,12 +31,28 @@ enum class HttpHeadStatus {
   kInvalid,   // not an HTTP/1.x request head, or one of the cases above
 };
 
+// A header field as sent, its value without the surrounding whitespace.
+struct HttpField {
+  std::string_view name;
+  std::string_view value;
+};
+
 struct HttpHeadResult {
   HttpHeadStatus status = HttpHeadStatus::kNeedMore;
   std::string host;
+  // kHost only, views into the bytes read: what http_request_stream.h checks per request.
+  size_t head_size = 0;  // through the empty line's CRLF
+  std::string_view method;
+  bool http10 = false;
+  std::optional<uint16_t> host_port;
+  std::vector<HttpField> fields;
 };
 
 HttpHeadResult ReadHttpHost(std::string_view bytes);
+
+// A header or trailer field line (without its CRLF) as ReadHttpHost accepts one: a token, ':',
+// then a value without controls other than HTAB; no obs-fold.
+bool IsHttpFieldLine(std::string_view line);
 
 // An authority, `host[:port]` or `[v6][:port]`, split as the Host check reads it (and the
 // proxy_env listener, so both read a target alike): the host without brackets, of

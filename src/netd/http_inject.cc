@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "sandbox/ascii.h"
+#include "src/netd/http_request_stream.h"
 
 namespace sbx::netd {
 namespace {
@@ -78,6 +79,19 @@ RequestVerdict DecideAndInject(const std::vector<InjectRule>& rules,
     return Refusal("host_mismatch", "",
                    "the request's Host or target authority is not " + std::string(name) +
                        ", the name this connection was allowed for");
+  }
+  // Beast reads a list Content-Length ("5, 5") or a Transfer-Encoding ending in chunked, and
+  // forwards the fields as sent: the server could frame the body differently and read part of
+  // it as a next request whose Host nobody checked.
+  std::vector<HttpField> fields;
+  for (const auto& field : request) {
+    fields.push_back({ToStd(field.name_string()), ToStd(field.value())});
+  }
+  const FramingCheck framing = CheckRequestFraming(request.version() == 10, fields, true);
+  if (!framing.problem.empty()) {
+    return Refusal("host_mismatch", "",
+                   "the request's framing is ambiguous (" + framing.problem +
+                       "): a server could read part of it as another request");
   }
   // TRACE makes the server echo the request, the secret it was given included; CONNECT would
   // tunnel past the header this rule sets.

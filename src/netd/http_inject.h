@@ -2,7 +2,10 @@
 // secrets, the connection's name and port and the request's header (network-design §4.6):
 //   1. the request's authority (Host, and an absolute-form target's authority when there is
 //      one) must be the connection's name, case-insensitive, with no port or the connection's
-//      port; anything else is refused host_mismatch (fronting inside TLS);
+//      port; anything else is refused host_mismatch (fronting inside TLS), and so is a
+//      request whose framing is ambiguous (http_request_stream.h's CheckRequestFraming, with a
+//      websocket-style Upgrade allowed: this path sees the 101), since a server could read
+//      part of it as another request;
 //   2. a placeholder of an inject rule that does not cover this name, anywhere in the target
 //      or a field value, is refused placeholder_leak (the sandbox sending a key's stand-in to
 //      a host it was not meant for);

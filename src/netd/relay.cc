@@ -96,6 +96,7 @@ bool Relay::OpenPipe(Direction& direction) {
 }
 
 void Relay::Pump(Direction& direction) {
+  if (filter_ && direction.upstream_bound) return PumpFiltered(direction);
   for (int turns = 0; turns < kSplicesPerTurn; ++turns) {
     bool moved = false;
     if (direction.in_pipe > 0) {
@@ -235,7 +236,10 @@ void Relay::Await(Direction& direction, boost::asio::socket_base::wait_type what
 void Relay::OnEndOfStream(Direction& direction) {
   direction.finished = true;
   boost::system::error_code ec;
-  direction.to.shutdown(boost::asio::socket_base::shutdown_send, ec);
+  // A refused request's page still has to reach the sandbox (refused()).
+  if (!refused_ || direction.upstream_bound) {
+    direction.to.shutdown(boost::asio::socket_base::shutdown_send, ec);
+  }
   const bool up_done = up_.finished || (up_.left == 0u && up_.in_pipe == 0);
   if (up_done && down_.finished) Finish(RelayEnd::kFin, false);
 }
@@ -263,7 +267,7 @@ void Relay::Finish(RelayEnd end, bool reset) {
     ResetAndClose(up_.to);
   } else {
     boost::system::error_code ec;
-    up_.from.close(ec);
+    if (!refused_) up_.from.close(ec);
     up_.to.close(ec);
   }
   // Bytes still in a pipe are dropped with it; its pages go back to the uid's quota now.

@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "sandbox/unique_fd.h"
@@ -52,6 +53,16 @@ class Relay {
   // request's body). Past them the sandbox's bytes are read and dropped, never relayed, and
   // the relay ends once the upstream has ended.
   void LimitUpstream(uint64_t bytes) { up_.left = bytes; }
+
+  // Before Start: the sandbox's bytes are read into netd (recv/send, no splice; the other
+  // direction stays spliced) and only what `filter` appends to `out` goes upstream. Once it
+  // returns false the sandbox is read no more, the upstream gets end of stream after what was
+  // let through, the upstream's answers still reach the sandbox, and the relay ends (done) with
+  // refused() true and the sandbox's socket left open for a refusal page (relay_filter.cc).
+  using UpstreamFilter =
+      std::function<bool(std::span<const uint8_t> in, std::vector<uint8_t>& out)>;
+  void FilterUpstream(UpstreamFilter filter) { filter_ = std::move(filter); }
+  bool refused() const { return refused_; }
 
   // Sends `first_bytes` (what was read before deciding) upstream, then relays. `done` runs
   // once, after both sockets are closed.
@@ -81,6 +92,7 @@ class Relay {
 
   bool OpenPipe(Direction& direction);
   void Pump(Direction& direction);
+  void PumpFiltered(Direction& direction);
   void Discard(Direction& direction);
   bool Count(Direction& direction, size_t size);
   // What the run may still send upstream (egress_bytes_max minus what every connection sent).
@@ -102,6 +114,11 @@ class Relay {
   std::shared_ptr<void> owner_;
   std::function<void(RelayEnd)> done_;
   bool finished_ = false;
+  UpstreamFilter filter_;
+  bool refused_ = false;
+  std::vector<uint8_t> filter_in_;   // one read of the sandbox's bytes
+  std::vector<uint8_t> filter_out_;  // what the filter let through, not yet sent
+  size_t filter_sent_ = 0;
 };
 
 // Closes `socket` so the peer sees a reset (SO_LINGER 0), not an orderly end of stream.

