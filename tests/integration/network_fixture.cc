@@ -37,12 +37,10 @@ void Copy(const std::string& from, const std::string& to) {
 }  // namespace
 
 std::unique_ptr<nettest::SmallInternet> NetworkAllowlist::net_;
-std::string NetworkAllowlist::skip_reason_;
 std::string NetworkAllowlist::start_error_;
 
 void NetworkAllowlist::SetUpTestSuite() {
-  skip_reason_ = nettest::TopologyUnavailableReason();
-  if (!skip_reason_.empty()) return;
+  if (!nettest::TopologyUnavailableReason().empty()) return;  // SetUp skips or fails each test
   auto net = nettest::SmallInternet::Start();
   if (!net) {
     start_error_ = net.error().ToString();
@@ -59,7 +57,7 @@ void NetworkAllowlist::TearDownTestSuite() {
 }
 
 void NetworkAllowlist::SetUp() {
-  if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+  SBX_SKIP_WITHOUT_TOPOLOGY();
   ASSERT_TRUE(net_) << "the small internet did not start: " << start_error_;
 }
 

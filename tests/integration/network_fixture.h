@@ -55,7 +55,6 @@ class NetworkAllowlist : public ::testing::Test {
 
  private:
   static std::unique_ptr<nettest::SmallInternet> net_;
-  static std::string skip_reason_;
   static std::string start_error_;
 };
 
@@ -66,6 +65,19 @@ double Number(const nlohmann::json& object, const std::string& key);  // NaN whe
 
 // {"mode":"allowlist","allow":[...]}; tests add "deny", "allow_private" or "limits".
 nlohmann::json Allowlist(const std::vector<std::string>& allow);
+
+// Skips the test, saying why, when the small internet cannot be built on this machine; fails
+// it instead under SBX_REQUIRE_NET_TOPOLOGY=1, which tools/test.sh sets where it can be built.
+// clang-format off
+#define SBX_SKIP_WITHOUT_TOPOLOGY()                                                       \
+  do {                                                                                    \
+    const std::string why_ = ::sbx::nettest::TopologyUnavailableReason();                 \
+    if (!why_.empty() && ::sbx::nettest::TopologyRequired())                              \
+      FAIL() << "SBX_REQUIRE_NET_TOPOLOGY=1, but the small internet cannot be built: "    \
+             << why_;                                                                     \
+    if (!why_.empty()) GTEST_SKIP() << why_;                                              \
+  } while (0)
+// clang-format on
 
 // Ends a test after its controls when SBX_NET_CONTROLS_ONLY=1.
 // clang-format off

@@ -30,7 +30,7 @@ std::string NetnsList() {
 }
 
 TEST(SmallInternetHarness, UpAndDownRepeatedlyLeavesNothing) {
-  if (auto why = nettest::TopologyUnavailableReason(); !why.empty()) GTEST_SKIP() << why;
+  SBX_SKIP_WITHOUT_TOPOLOGY();
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE(round);
     auto net = nettest::SmallInternet::Start();
@@ -72,7 +72,7 @@ nlohmann::json LastLine(const std::string& text) {
 // The control of secret-injection tests: only a client told to trust the rogue CA accepts
 // untrusted.test, so a proxy that verifies upstream against ca.pem must refuse it.
 TEST(SmallInternetHarness, RogueCaHostVerifiesOnlyAgainstTheRogueCa) {
-  if (auto why = nettest::TopologyUnavailableReason(); !why.empty()) GTEST_SKIP() << why;
+  SBX_SKIP_WITHOUT_TOPOLOGY();
   auto net = nettest::SmallInternet::Start();
   ASSERT_TRUE(net) << net.error().ToString();
   const std::string url = "https://" + std::string(nettest::kRogueCaHost) + "/";
@@ -100,7 +100,7 @@ TEST(SmallInternetHarness, RogueCaHostVerifiesOnlyAgainstTheRogueCa) {
 
 // /echo returns header names, never values; the request event keeps the values in U.
 TEST(SmallInternetHarness, EchoListsHeaderNamesAndEventsRecordTheirSecretValues) {
-  if (auto why = nettest::TopologyUnavailableReason(); !why.empty()) GTEST_SKIP() << why;
+  SBX_SKIP_WITHOUT_TOPOLOGY();
   auto net = nettest::SmallInternet::Start();
   ASSERT_TRUE(net) << net.error().ToString();
   const std::string secret = "sbx-test-secret-7f3a";
@@ -150,7 +150,7 @@ TEST(SmallInternetHarness, EchoListsHeaderNamesAndEventsRecordTheirSecretValues)
 }
 
 TEST(SmallInternetHarness, WhatADeadTestLeftIsReapedAtTheNextStart) {
-  if (auto why = nettest::TopologyUnavailableReason(); !why.empty()) GTEST_SKIP() << why;
+  SBX_SKIP_WITHOUT_TOPOLOGY();
   pid_t dead = ::fork();
   if (dead == 0) ::_exit(0);
   ASSERT_GT(dead, 0);

@@ -16,6 +16,7 @@
 #include "sandbox/userns.h"
 #include "sandbox/workspace.h"
 #include "sandbox/unique_fd.h"
+#include "tests/support/env_flag.h"
 
 namespace sbx::testing {
 
@@ -123,10 +124,7 @@ std::vector<int> HostProcessesWith(const std::string& token) {
   return found;
 }
 
-bool InCgroup2Vm() {
-  const char* in_vm = std::getenv("SBX_IN_CGROUP2_VM");
-  return in_vm != nullptr && std::string(in_vm) == "1";
-}
+bool InCgroup2Vm() { return EnvFlag("SBX_IN_CGROUP2_VM"); }
 
 std::vector<std::string> EntriesWithPrefix(const std::string& dir, const std::string& prefix) {
   std::vector<std::string> found;

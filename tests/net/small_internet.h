@@ -3,7 +3,8 @@
 // and the event log through which tests count what reached them.
 //
 // Usage:
-//   1. if (auto why = TopologyUnavailableReason(); !why.empty()) GTEST_SKIP() << why;
+//   1. SBX_SKIP_WITHOUT_TOPOLOGY() (tests/integration/network_fixture.h): skip, or fail when
+//      TopologyRequired(), if the topology cannot be built here;
 //   2. auto net = SmallInternet::Start();        // everything up, servers listening
 //   3. size_t mark = (*net)->EventMark();         // before the probe
 //      ... run a probe with (*net)->topology().InT(...) ...

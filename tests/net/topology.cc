@@ -13,6 +13,7 @@
 
 #include "sandbox/workspace.h"
 #include "tests/net/process.h"
+#include "tests/support/env_flag.h"
 
 namespace sbx::nettest {
 namespace {
@@ -105,6 +106,8 @@ std::string TopologyUnavailableReason() {
   }();
   return reason;
 }
+
+bool TopologyRequired() { return sbx::testing::EnvFlag("SBX_REQUIRE_NET_TOPOLOGY"); }
 
 void ReapStaleTopologies() {
   DIR* dir = ::opendir(kNetnsRun);

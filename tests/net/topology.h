@@ -7,8 +7,9 @@
 //   one /32 (/128) route per U address via veth1
 //   /etc/netns/<T>/hosts, resolv.conf (`ip netns exec` bind-mounts them over /etc)
 //
-// Usage: 1. TopologyUnavailableReason() == "" or skip; 2. Topology::Create(); 3. run things
-// with InT()/InU() argv prefixes; 4. Destroy() (the destructor calls it too).
+// Usage: 1. TopologyUnavailableReason() == "" or skip (fail instead if TopologyRequired());
+// 2. Topology::Create(); 3. run things with InT()/InU() argv prefixes; 4. Destroy() (the
+// destructor calls it too).
 #pragma once
 
 #include <memory>
@@ -67,6 +68,10 @@ std::string_view AddressOf(std::string_view name);
 // Why topology tests cannot run on this machine, or "" when they can: not root, no `ip`,
 // `ip netns add` refused, or no veth support. Probes with a throwaway namespace.
 std::string TopologyUnavailableReason();
+
+// True when SBX_REQUIRE_NET_TOPOLOGY=1: the caller (tools/test.sh on machines that can build the
+// small internet) wants an unavailable topology to fail the tests instead of skipping them.
+bool TopologyRequired();
 
 // Deletes the namespaces and /etc/netns entries of earlier test processes that no longer
 // exist (a test killed before its teardown). Names carry the creator's pid for this.

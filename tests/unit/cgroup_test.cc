@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "sandbox/cgroup_internal.h"
+#include "tests/support/env_flag.h"
 
 namespace sbx {
 
@@ -170,15 +171,25 @@ int WaitStatus(pid_t pid) {
 
 class CgroupTest : public ::testing::TestWithParam<CgroupVersion> {
  protected:
-  // A cgroup of the parameter's version with TestLimits(), or a skip that says why not.
+  // A cgroup of the parameter's version with TestLimits(), or nullopt for the caller to skip
+  // with SkipReason(). Inside the cgroup v2 VM a missing v2 cgroup is a failure instead: the
+  // VM exists to run these cases, and a skip there would hide that they never ran.
   std::optional<RunCgroup> Create(const std::string& run_id, const Limits& limits = TestLimits()) {
     Result<RunCgroup> cgroup = RunCgroup::CreateInParent(run_id, limits, OptionsFor(GetParam()));
+    const bool must_work =
+        GetParam() == CgroupVersion::kV2 && sbx::testing::EnvFlag("SBX_IN_CGROUP2_VM");
     if (!cgroup) {
       EXPECT_EQ(cgroup.error().code, ErrorCode::kUnavailable) << cgroup.error().ToString();
+      EXPECT_FALSE(must_work) << "SBX_IN_CGROUP2_VM=1, yet: " << cgroup.error().ToString();
       return std::nullopt;
     }
     const CgroupEnforcement& enforcement = cgroup->enforcement();
-    if (!enforcement.memory || !enforcement.pids || !enforcement.cpu) return std::nullopt;
+    if (!enforcement.memory || !enforcement.pids || !enforcement.cpu) {
+      EXPECT_FALSE(must_work) << "SBX_IN_CGROUP2_VM=1, yet the v2 cgroup enforces memory "
+                              << enforcement.memory << ", pids " << enforcement.pids << ", cpu "
+                              << enforcement.cpu;
+      return std::nullopt;
+    }
     return std::move(cgroup).value();
   }
   const char* SkipReason() const { return GetParam() == CgroupVersion::kV2 ? kNoV2 : kNoV1; }
