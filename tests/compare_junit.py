@@ -1,13 +1,19 @@
 #!/usr/bin/python3
 """Compares pytest JUnit XML reports of the same tests run on the bare host and in sbx.
 
-Usage: compare_junit.py --host-dir DIR --sandbox-dir DIR [--host-wall S] [--sandbox-wall S]
+Usage: compare_junit.py --host-dir DIR --sandbox-dir DIR [--floor SUITE=N ...]
+                        [--host-wall S] [--sandbox-wall S] [--totals FILE]
 
 Both directories hold one report per suite, matched by file name (numpy.xml, pandas.xml, ...).
 Fails (exit 1) if any test that passed on the host did not pass in the sandbox, printing each
 with its sandbox outcome and message; a suite report missing or unreadable on either side is
-also a failure (exit 2). Prints passed/failed/skipped per suite and side, and the wall times
-(the --*-wall seconds measured by the caller around each side, else the reports' own times).
+also a failure (exit 2), and so is a suite named by --floor that passed fewer than N tests on
+the host or has no report on either side. Prints passed/failed/skipped per suite and side,
+and the wall times (the --*-wall seconds measured by the caller around each side, else the
+reports' own times).
+--totals appends "library suites (...)<TAB>passed<TAB>failed<TAB>0<TAB>0" for tools/test.sh's
+closing line (tests/gtest_report.py --summary): the host passes that pass in the sandbox, and
+those that do not plus the broken suites; the libraries' own skips are theirs, not counted.
 Standard library only: run it with the host's /usr/bin/python3.
 """
 
@@ -69,16 +75,29 @@ def shorten(message, lines=12):
     return "\n".join("      " + line for line in kept)
 
 
+def floor(text):
+    """--floor's SUITE=N as (suite, n)."""
+    suite, _, number = text.partition("=")
+    if not suite or not number.isdigit():
+        raise argparse.ArgumentTypeError(f"expected SUITE=N (N a whole number), got '{text}'")
+    return suite, int(number)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--host-dir", required=True)
     parser.add_argument("--sandbox-dir", required=True)
     parser.add_argument("--host-wall", type=float)
     parser.add_argument("--sandbox-wall", type=float)
+    parser.add_argument("--floor", action="append", default=[], type=floor, metavar="SUITE=N",
+                        help="the suite must pass at least N tests on the host")
+    parser.add_argument("--totals", help="append this comparison's totals to this file")
     args = parser.parse_args()
+    floors = dict(args.floor)
 
     names = sorted({n for d in (args.host_dir, args.sandbox_dir)
-                    for n in os.listdir(d) if n.endswith(".xml")})
+                    for n in os.listdir(d) if n.endswith(".xml")} |
+                   {f"{suite}.xml" for suite in floors})
     if not names:
         print("compare_junit: no JUnit reports found", file=sys.stderr)
         return 2
@@ -100,6 +119,12 @@ def main():
             seconds[side] += took
             totals[side].update({f"{suite}::{k}": v for k, v in reports[side].items()})
             print(f"{suite:10s} {side:8s} {len(reports[side]):6d} {tally(reports[side])}")
+        if suite in floors and "host" in reports:
+            passes = sum(1 for o, _ in reports["host"].values() if o == PASSED)
+            if passes < floors[suite]:
+                broken.append(f"{suite}: {passes} tests passed on the host, fewer than its floor "
+                              f"of {floors[suite]} (tests/library_suites.sh SUITES): did the suite "
+                              "stop collecting tests?")
         if len(reports) < 2:
             continue
         for test_id, (outcome, _) in sorted(reports["host"].items()):
@@ -117,6 +142,10 @@ def main():
           f"(pytest's own session times: host {seconds['host']:.1f} s, "
           f"sandbox {seconds['sandbox']:.1f} s)")
     host_only = sum(1 for o, _ in totals["host"].values() if o == PASSED)
+    if args.totals:
+        with open(args.totals, "a", encoding="utf-8") as out:
+            print(f"library suites (host passes, in the sandbox)\t{host_only - len(regressions)}"
+                  f"\t{len(regressions) + len(broken)}\t0\t0", file=out)
     for problem in broken:
         print(f"FAIL {problem}")
     if regressions:

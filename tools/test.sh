@@ -57,7 +57,7 @@ gtest "unit tests" build/tests/sbx_unit_tests
 step "integration tests (real namespaces, seccomp, cgroups, the image's Python)"
 gtest "integration tests" build/tests/sbx_integration_tests
 step "the libraries' own test suites: sandbox vs host, test by test (issue 3's proof)"
-tests/library_suites.sh
+tests/library_suites.sh --totals "$totals"
 step "unit tests under ASan + UBSan"
 SBX_BUILD_DIR=$root/build-asan SBX_BUILD_TARGET=sbx_unit_tests tools/build.sh -DSBX_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
