@@ -11,6 +11,8 @@ packages=(
   mmdebstrap arch-test uidmap zstd
   # peers for the benchmark, and the cgroup v2 VM (tools/vm)
   bubblewrap qemu-system-x86 linux-image-amd64 busybox-static
+  # the fuzz targets (tools/fuzz.sh): clang, and libFuzzer's runtime, which clang-14 does not pull in
+  clang libclang-rt-14-dev
   # the network tests' small internet (tests/net): namespaces, veth, a test CA
   iproute2 openssl
   # the host side of the differential tests (the same Python stack as the image)

@@ -4,7 +4,9 @@
 #   4. unit tests; 5. integration tests (real sandboxes); 6. numpy's, pandas' and matplotlib's
 #   own test suites in the sandbox against the host; 7. unit tests again under
 #   AddressSanitizer + UndefinedBehaviorSanitizer; 8. the cgroup v2 tests in a qemu VM
-#   (this host is cgroup v1 hybrid). Every step must pass; the first failure stops the run.
+#   (this host is cgroup v1 hybrid); 9. every fuzz target for a few seconds from its seed
+#   corpus (tools/fuzz.sh; the seeds include each crash ever found). Every step must pass; the
+#   first failure stops the run.
 # Every skipped GoogleTest test is printed with its reason, and a skip that
 # tests/expected_skips/host.txt (the VM: cgroup2_vm.txt) does not list fails its step. The run
 # ends with "N passed, M failed, K skipped" over all of them, also when a step failed.
@@ -69,4 +71,6 @@ tools/vm/run-in-cgroup2-vm.sh --timeout 1500 -- "$root/tests/cgroup2_vm_suite.sh
   tee "$reports/vm.log" || vm_status=$?
 sed -n 's/^sbx-totals\t//p' "$reports/vm.log" >>"$totals"
 ((vm_status == 0)) || exit "$vm_status"
+step "fuzz smoke: each libFuzzer target for 3 s (clang, ASan + UBSan)"
+tools/fuzz.sh 3
 step "all tests passed"
