@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sandbox/fs_beneath.h"
+
 namespace sbx::executor {
 namespace {
 
@@ -110,7 +112,12 @@ Result<void> FillFromReply(const json& reply, int expected_id, const std::string
   auto outcome = StringMember(reply, "outcome");
   if (!outcome) return outcome.error();
   if (*outcome != "ok" && *outcome != "error" && *outcome != "timeout") {
-    return BadReply("unknown outcome \"" + *outcome + "\"");
+    // Quoted for people and models, so escaped and cut (at a UTF-8 character's start, the
+    // message may go into JSON): the driver's process runs the code.
+    size_t shown = std::min<size_t>(outcome->size(), 32);
+    while (shown < outcome->size() && (static_cast<unsigned char>((*outcome)[shown]) & 0xc0) == 0x80)
+      --shown;
+    return BadReply("unknown outcome \"" + EscapeForMessage(outcome->substr(0, shown)) + "\"");
   }
   auto exit_code = Member(reply, "exit_code", IsInteger, "an integer");
   if (!exit_code) return exit_code.error();

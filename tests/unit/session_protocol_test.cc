@@ -179,6 +179,24 @@ TEST(SessionProtocol, FiguresMustCarryTheDriversNameForThisCell) {
   EXPECT_TRUE(ParseExecReply(reply.dump(), 3, "output/figures", result));
 }
 
+TEST(SessionProtocol, AnUnknownOutcomeIsQuotedEscapedAndCut) {
+  // The session_frames fuzz target's finding: a driver's outcome reached the error raw, so
+  // the code in the session could write lines and terminal escapes into a notice.
+  CodeResult result;
+  nlohmann::json reply = GoodReply();
+  reply["outcome"] = "ok\n\x1b[31mforged " + std::string(100, 'x') + "\u00e9";
+  auto parsed = ParseExecReply(reply.dump(), 3, "output/figures", result);
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.error().message.find("unknown outcome \"ok\\n\\x1b[31mforged xxx"),
+            std::string::npos) << parsed.error().message;
+  for (char c : parsed.error().message) EXPECT_GE(static_cast<unsigned char>(c), 0x20);
+  EXPECT_EQ(parsed.error().message.find(std::string(100, 'x')), std::string::npos);
+  reply["outcome"] = std::string(31, 'a') + "\u00e9";  // the cut falls inside the 2-byte é
+  parsed = ParseExecReply(reply.dump(), 3, "output/figures", result);
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.error().message.find(std::string(31, 'a') + "\""), std::string::npos);
+}
+
 TEST(SessionProtocol, TheReplyCapFollowsTheOutputBudget) {
   EXPECT_GT(MaxReplyBytes(1 << 20), size_t{24} << 20);  // both streams, escaped, fit
   EXPECT_LT(MaxReplyBytes(1 << 20), size_t{32} << 20);  // far under the 256 MiB source cap
