@@ -7,7 +7,8 @@
 //     verdict the one-shot reader gives on the same bytes, no later than the end of the record
 //     that decides it, and the verdict does not change when more bytes follow;
 //   - a complete ClientHello gets the same verdict and name however it is cut into handshake
-//     records (one record, or two at any byte): fragmentation must not move the SNI check.
+//     records (one record, or two at any byte, read at once or in chunks): fragmentation must
+//     not move the SNI check.
 #include "src/netd/tls_client_hello.h"
 
 #include <cstddef>
@@ -97,6 +98,10 @@ void CheckRecordingsAgree(const std::vector<uint8_t>& message, const TlsPeekResu
   AppendRecord(two, all.first(cut));
   AppendRecord(two, all.subspan(cut));
   CheckSameAnswer(sbx::netd::ReadClientHelloSni(two), want);
+  // And read from a socket in uneven chunks, as sbx-netd reads it.
+  const auto fed = sbx::netd::fuzz::FeedInChunks(two);
+  SBX_FUZZ_CHECK(fed.peek.has_value());
+  SBX_FUZZ_CHECK(fed.peek->kind == KindOf(want.status) && fed.peek->name == want.name);
 }
 
 }  // namespace
