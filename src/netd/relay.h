@@ -113,6 +113,7 @@ class Relay {
   std::chrono::steady_clock::duration idle_timeout_;
   std::shared_ptr<void> owner_;
   std::function<void(RelayEnd)> done_;
+  bool egress_spent_ = false;  // the filtered direction sends its last bytes, then is cut
   bool finished_ = false;
   UpstreamFilter filter_;
   bool refused_ = false;

@@ -31,6 +31,7 @@ void Relay::PumpFiltered(Direction& direction) {
     }
     filter_out_.clear();
     filter_sent_ = 0;
+    if (egress_spent_) return CutAtEgressLimit();
     // Refused: what came before the refused request has gone; the upstream gets its end of
     // stream and finishes its answers.
     if (refused_ || direction.end_of_stream) return OnEndOfStream(direction);
@@ -45,6 +46,10 @@ void Relay::PumpFiltered(Direction& direction) {
     if (in < 0 && errno == EAGAIN) return Await(direction, boost::asio::socket_base::wait_read);
     if (in < 0) return Finish(RelayEnd::kReset, true);
     if (!filter_({filter_in_.data(), static_cast<size_t>(in)}, filter_out_)) refused_ = true;
+    if (filter_out_.size() > EgressLeft()) {  // what fits goes out, then the cut
+      filter_out_.resize(static_cast<size_t>(EgressLeft()));
+      egress_spent_ = true;
+    }
     if (!filter_out_.empty() && !Count(direction, filter_out_.size())) return;
   }
   boost::asio::post(direction.from.get_executor(), [this, &direction, owner = owner_] {

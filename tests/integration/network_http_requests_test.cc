@@ -102,5 +102,29 @@ TEST_F(NetworkAllowlist, HttpRequestHiddenBehindAmbiguousFramingIsRefused) {
   }
 }
 
+// The checked (user-space) relay of plain HTTP keeps egress_bytes as the spliced one does: the
+// bytes up to the limit go upstream, then the connection ends.
+TEST_F(NetworkAllowlist, HttpUploadIsRelayedUpToTheEgressLimitThenCut) {
+  // Larger than the first read before the decision, so most of it takes the checked relay.
+  const std::string body(100000, 'u');
+  const std::vector<std::string> probe = {"urlopen", "http://pypi.test/echo", "--data", body};
+  auto control = Control({"urlopen", "http://" + kPypi + "/echo", "--data", body});
+  EXPECT_EQ(Int(control.probe, "status"), 200) << control.diagnostics;
+  SBX_NET_SANDBOXED_HALF();
+  auto policy = kPolicy;
+  policy["limits"] = {{"egress_bytes", "32K"}};
+  auto run = Sandboxed(policy, probe);
+  ASSERT_TRUE(run.ran);
+  EXPECT_NE(Int(run.probe, "status"), 200) << run.diagnostics;
+  const auto records = ReadAuditLog(run.result).records;
+  bool cut = false;
+  for (const auto& record : records) {
+    if (Str(record, "end") != "limit_bytes") continue;
+    cut = true;
+    EXPECT_EQ(Int(record, "bytes_up"), 32 * 1024) << record;
+  }
+  EXPECT_TRUE(cut) << "no conn record ended limit_bytes";
+}
+
 }  // namespace
 }  // namespace sbx::testing
