@@ -126,6 +126,32 @@ TEST_F(NetworkAllowlist, Net15IpLiteralWithAnAllowedSniIsRedialledByName) {
   ExpectRecord(log, allowed);
 }
 
+// A ClientHello cut into two handshake records (in two TCP segments) is as valid as one:
+// netd reassembles it, reads the server name and lets the connection through, wherever the
+// cut falls (inside the handshake header, the cipher suites, the server_name extension).
+TEST_F(NetworkAllowlist, AClientHelloSplitAcrossTwoRecordsIsAccepted) {
+  const std::vector<std::string> cuts = {"2", "4", "100", "150", "200"};
+  auto probe = [](const std::string& at) {
+    return std::vector<std::string>{"tls_split", "pypi.test", "--sni", "pypi.test", "--at", at};
+  };
+  for (const std::string& at : cuts) {
+    auto control = Control(probe(at));
+    EXPECT_EQ(Str(control.probe, "body"), "pypi.test") << at << ": " << control.diagnostics;
+  }
+  SBX_NET_SANDBOXED_HALF();
+  for (const std::string& at : cuts) {
+    SCOPED_TRACE(at);
+    auto run = Sandboxed(Allowlist({"pypi.test"}), probe(at));
+    ASSERT_TRUE(run.ran);
+    EXPECT_EQ(Int(run.probe, "split_at"), std::stol(at)) << run.diagnostics;
+    EXPECT_GT(Int(run.probe, "hello_bytes"), std::stol(at)) << "both records carry bytes";
+    EXPECT_EQ(Int(run.probe, "status"), 200) << run.diagnostics;
+    EXPECT_EQ(Str(run.probe, "body"), "pypi.test") << run.diagnostics;
+    ExpectRecord(ReadAuditLog(run.result),
+                 ConnAllowed("pypi.test", "fakeip", Endpoint(kPypi, 443)));
+  }
+}
+
 // A client that asked the sandbox's DNS for a name and then hides it (no server_name) shows
 // nothing netd can match: refused like a mismatch, since the name must equal the SNI.
 TEST_F(NetworkAllowlist, AClientHelloWithoutServerNameToAFakeAddressIsRefused) {

@@ -184,6 +184,72 @@ def probe_tls(args):
         return out
 
 
+def probe_tls_split(args):
+    """TLS with the ClientHello cut into two handshake records at --at bytes of its body (as
+    a client with a small record size, or an evasion tool, sends it), each in its own TCP
+    segment, then a GET. Python's ssl makes the ClientHello; only its framing is changed."""
+    context = tls_context(args.cafile, False)
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname=args.sni or None)
+    stage = "connect"
+    try:
+        sock = socket.create_connection((args.addr, args.port), timeout=TIMEOUT_S)
+    except OSError as e:
+        return describe(e, stage=stage)
+    with sock:
+        try:
+            stage = "client_hello"
+            try:
+                tls.do_handshake()
+            except ssl.SSLWantReadError:
+                pass
+            hello = outgoing.read()
+            if len(hello) < 6 or hello[0] != 22 or int.from_bytes(hello[3:5], "big") != len(hello) - 5:
+                return {"error": "not one handshake record", "length": len(hello)}
+            body = hello[5:]
+            cut = args.at if args.at is not None else len(body) // 2
+            record = lambda part: hello[:3] + len(part).to_bytes(2, "big") + part
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.sendall(record(body[:cut]))
+            time.sleep(0.05)  # two segments, two reads on the other side
+            sock.sendall(record(body[cut:]))
+            stage = "handshake"
+            while True:
+                try:
+                    tls.do_handshake()
+                    break
+                except ssl.SSLWantReadError:
+                    if outgoing.pending:
+                        sock.sendall(outgoing.read())
+                    data = sock.recv(65536)
+                    if not data:
+                        raise ConnectionResetError(errno.ECONNRESET, "closed in the handshake")
+                    incoming.write(data)
+            stage = "request"
+            tls.write(f"GET {args.path} HTTP/1.1\r\nHost: {args.host or args.sni}\r\n"
+                      "Connection: close\r\n\r\n".encode())
+            sock.sendall(outgoing.read())
+            response = b""
+            while True:
+                try:
+                    response += tls.read(65536)
+                except ssl.SSLWantReadError:
+                    data = sock.recv(65536)
+                    if not data:
+                        break
+                    incoming.write(data)
+                except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                    break
+        except OSError as e:
+            return describe(e, stage=stage)
+    head, _, payload = response.partition(b"\r\n\r\n")
+    status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    parts = status_line.split(" ")
+    return {"split_at": cut, "hello_bytes": len(body),
+            "status": int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None,
+            "body": payload.decode("utf-8", "replace")[:300]}
+
+
 def probe_tls_many(args):
     """Opens `count` connections one after another and holds them all open."""
     held, results = [], []
@@ -626,6 +692,13 @@ def main():
             p.add_argument("--count", type=int, required=True)
         if probe == "dot":
             p.add_argument("--qname", required=True)
+    p = sub.add_parser("tls_split")
+    p.add_argument("addr")
+    p.add_argument("--port", type=int, default=443)
+    p.add_argument("--sni", default="")
+    p.add_argument("--host")
+    p.add_argument("--path", default="/")
+    p.add_argument("--at", type=int, help="bytes of the ClientHello in the first record")
     for probe in ("banner", "udp"):
         p = sub.add_parser(probe)
         p.add_argument("addr")
