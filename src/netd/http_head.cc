@@ -83,20 +83,34 @@ std::optional<RequestLine> ParseRequestLine(std::string_view line) {
   return request;
 }
 
-// The host the request target names, "" for origin-form and "*", nullopt when malformed.
-std::optional<std::string> TargetHost(const RequestLine& request) {
+// What an absolute-form target names: its host, and its port with the scheme's default.
+struct TargetAuthority {
+  std::string host;  // "" for origin-form and "*"
+  uint16_t port = 0;
+  uint16_t default_port = 0;  // what a Host without a port means for this target
+};
+
+// The host and port the request target names; nullopt when malformed.
+std::optional<TargetAuthority> TargetHost(const RequestLine& request) {
   const std::string_view target = request.target;
-  if (target.front() == '/' || target == "*") return std::string();
-  if (request.method == "CONNECT") return ParseAuthority(target);
+  if (target.front() == '/' || target == "*") return TargetAuthority{};
+  if (request.method == "CONNECT") {
+    auto host = ParseAuthority(target);
+    if (!host) return std::nullopt;
+    return TargetAuthority{*host, 0, 0};
+  }
   const size_t scheme_end = target.find("://");
   if (scheme_end == std::string_view::npos) return std::nullopt;
   const std::string_view scheme = target.substr(0, scheme_end);
-  if (!EqualsIgnoreAsciiCase(scheme, "http") && !EqualsIgnoreAsciiCase(scheme, "https")) return std::nullopt;
+  const bool https = EqualsIgnoreAsciiCase(scheme, "https");
+  if (!EqualsIgnoreAsciiCase(scheme, "http") && !https) return std::nullopt;
   std::string_view authority = target.substr(scheme_end + 3);
   authority = authority.substr(0, authority.find_first_of("/?#"));
-  auto host = ParseAuthority(authority);
-  if (host && host->empty()) return std::nullopt;
-  return host;
+  auto split = SplitAuthority(authority);
+  if (!split || split->host.empty()) return std::nullopt;
+  const uint16_t default_port = https ? 443 : 80;
+  return TargetAuthority{std::string(split->host), split->port.value_or(default_port),
+                         default_port};
 }
 
 // A field line `name: value`; sets `field` (the value OWS trimmed).
@@ -148,9 +162,14 @@ HttpHeadResult ReadHttpHost(std::string_view bytes) {
     }
     if (line.empty()) {
       if (!host) return Invalid();  // HTTP/1.0 without Host: nothing to check it against
-      auto target_host = TargetHost(*request);
-      if (!target_host) return Invalid();
-      if (!target_host->empty() && !EqualsIgnoreAsciiCase(*target_host, *host)) return Invalid();
+      auto target = TargetHost(*request);
+      if (!target) return Invalid();
+      if (!target->host.empty() && !EqualsIgnoreAsciiCase(target->host, *host)) return Invalid();
+      // A server honouring an absolute-form target routes by it, port included: it must be
+      // the port the Host names (a Host without one means the scheme's default).
+      if (target->port != 0 && target->port != result.host_port.value_or(target->default_port)) {
+        return Invalid();
+      }
       result.status = HttpHeadStatus::kHost;
       result.host = std::move(*host);
       result.head_size = at;

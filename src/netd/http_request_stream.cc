@@ -10,9 +10,19 @@
 namespace sbx::netd {
 namespace {
 
-// "ffffffffffffffff\r\n": a chunk size line is hex digits only, at most 16 of them.
-constexpr size_t kMaxChunkSizeLine = 16 + 2;
-constexpr size_t kMaxContentLengthDigits = 19;
+// A body length or chunk size at most 2^31 - 1, without leading zeros: a server that keeps
+// lengths in 32 bits, or skips leading zeros differently, would end the body elsewhere and
+// read the rest as a request this stream passed as body. "7fffffff\r\n" is the longest line.
+constexpr uint64_t kMaxBodyLength = (uint64_t{1} << 31) - 1;
+constexpr size_t kMaxChunkSizeLine = 8 + 2;
+constexpr size_t kMaxContentLengthDigits = 10;
+
+bool MethodTakesNoBody(std::string_view method) {
+  for (std::string_view none : {"GET", "HEAD", "OPTIONS", "DELETE", "TRACE"}) {
+    if (method == none) return true;
+  }
+  return false;
+}
 
 bool IsHexDigit(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -81,10 +91,12 @@ FramingCheck CheckRequestFraming(bool http10, const std::vector<HttpField>& fiel
       content_length = true;
       const std::string_view digits = field.value;
       if (digits.empty() || digits.size() > kMaxContentLengthDigits ||
+          (digits.size() > 1 && digits.front() == '0') ||
           !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return refuse("a Content-Length that is not one decimal number");
+        return refuse("a Content-Length that is not one decimal number without leading zeros");
       }
       for (char c : digits) check.length = check.length * 10 + static_cast<uint64_t>(c - '0');
+      if (check.length > kMaxBodyLength) return refuse("a Content-Length over 2^31 - 1");
     } else if (EqualsIgnoreAsciiCase(field.name, "transfer-encoding")) {
       if (transfer_encoding) return refuse("more than one Transfer-Encoding");
       transfer_encoding = true;
@@ -174,6 +186,11 @@ bool HttpRequestStream::OnHead(std::string_view head, std::vector<uint8_t>& out)
   if (read.method == "CONNECT") return Refuse("CONNECT on plain HTTP");
   const FramingCheck framing = CheckRequestFraming(read.http10, read.fields, false);
   if (!framing.problem.empty()) return Refuse(framing.problem);
+  // Front ends that ignore a body on these methods read it as the next request, which this
+  // stream would have passed as body, unchecked (the CL.0 / TE.0 desyncs).
+  if (framing.framing != BodyFraming::kNone && MethodTakesNoBody(read.method)) {
+    return Refuse("a body on a " + std::string(read.method) + " request");
+  }
   AppendWithoutExpect(out, head);
   ++requests_;
   left_ = framing.length;
@@ -214,11 +231,13 @@ bool HttpRequestStream::OnLine(std::string_view line, std::vector<uint8_t>& out)
   const std::string_view content = line.substr(0, line.size() - 2);
   switch (state_) {
     case State::kChunkSize: {
-      if (content.empty() || !std::all_of(content.begin(), content.end(), IsHexDigit)) {
-        return Refuse("a chunk size that is not hex digits only");
+      if (content.empty() || !std::all_of(content.begin(), content.end(), IsHexDigit) ||
+          (content.size() > 1 && content.front() == '0')) {
+        return Refuse("a chunk size that is not hex digits only, without leading zeros");
       }
       left_ = 0;
       for (char c : content) left_ = left_ * 16 + HexValue(c);
+      if (left_ > kMaxBodyLength) return Refuse("a chunk size over 2^31 - 1");
       trailer_bytes_ = 0;
       state_ = left_ == 0 ? State::kTrailer : State::kChunkData;
       break;

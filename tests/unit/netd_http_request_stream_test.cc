@@ -53,6 +53,42 @@ TEST(HttpRequestStream, ALaterRequestForAnotherHostIsRefusedWithNothingOfIt) {
   EXPECT_NE(outcome.problem.find("b.test"), std::string::npos) << outcome.problem;
 }
 
+TEST(HttpRequestStream, ABodyOnAMethodThatTakesNoneIsRefused) {
+  // A front end ignoring a GET's body reads it as the next request (CL.0, TE.0).
+  const std::string hidden = Get("b.test");
+  for (const char* method : {"GET", "HEAD", "OPTIONS", "DELETE", "TRACE"}) {
+    SCOPED_TRACE(method);
+    const std::string head = std::string(method) + " / HTTP/1.1\r\nHost: a.test\r\n";
+    const Outcome by_length =
+        Check(head + "Content-Length: " + std::to_string(hidden.size()) + "\r\n\r\n" + hidden);
+    EXPECT_FALSE(by_length.ok);
+    EXPECT_TRUE(by_length.out.empty()) << by_length.out;
+    EXPECT_FALSE(Check(head + "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n").ok);
+    EXPECT_TRUE(Check(head + "Content-Length: 0\r\n\r\n").ok) << "an empty body is none";
+  }
+  EXPECT_TRUE(Check("POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 2\r\n\r\nok").ok);
+}
+
+TEST(HttpRequestStream, LengthsAServerCouldReadDifferentlyAreRefused) {
+  const std::string post = "POST / HTTP/1.1\r\nHost: a.test\r\n";
+  EXPECT_FALSE(Check(post + "Content-Length: 05\r\n\r\nhello").ok) << "leading zero";
+  EXPECT_FALSE(Check(post + "Content-Length: 2147483648\r\n\r\n").ok) << "2^31";
+  EXPECT_TRUE(Check(post + "Content-Length: 2147483647\r\n\r\n").ok) << "2^31 - 1, unfinished";
+  const std::string chunked = post + "Transfer-Encoding: chunked\r\n\r\n";
+  EXPECT_FALSE(Check(chunked + "0000000100000005\r\nhello\r\n0\r\n\r\n").ok) << "wraps at 32 bits";
+  EXPECT_FALSE(Check(chunked + "05\r\nhello\r\n0\r\n\r\n").ok) << "leading zero";
+  EXPECT_FALSE(Check(chunked + "80000000\r\n").ok) << "2^31";
+  EXPECT_TRUE(Check(chunked + "5\r\nhello\r\n0\r\n\r\n").ok);
+}
+
+TEST(HttpRequestStream, AnAbsoluteFormTargetMustNameTheHostsPort) {
+  const std::string target_port = "GET http://a.test:8443/ HTTP/1.1\r\nHost: a.test\r\n\r\n";
+  EXPECT_FALSE(Check(target_port).ok);
+  EXPECT_TRUE(Check("GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n").ok);
+  EXPECT_TRUE(Check("GET http://a.test:80/ HTTP/1.1\r\nHost: a.test\r\n\r\n").ok);
+  EXPECT_TRUE(Check("GET http://a.test:8080/ HTTP/1.1\r\nHost: a.test:8080\r\n\r\n", 0, 8080).ok);
+}
+
 TEST(HttpRequestStream, AHostNamingAnotherPortIsRefused) {
   EXPECT_FALSE(Check(Get("a.test") + Get("a.test:8080")).ok);
   EXPECT_FALSE(Check(Get("a.test:81")).ok);
