@@ -149,7 +149,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   }
   auto capabilities = PrepareCapabilitiesInParent();
   if (!capabilities) return capabilities.error();
-  auto runner_strings = FindRunnerStrings();
+  auto runner_strings = FindRunnerStringsInParent();
   if (!runner_strings) return runner_strings.error().Context("the runner's command line");
   plan.runner_strings = *runner_strings;
 

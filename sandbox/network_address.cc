@@ -92,15 +92,21 @@ std::string IpAddress::ToString() const {
   return text;
 }
 
-bool IsInternalAddress(const IpAddress& address) {
-  if (!address.v6) return InAny(address, std::begin(kInternalV4), std::end(kInternalV4));
-  if (InAny(address, std::begin(kInternalV6), std::end(kInternalV6))) return true;
+std::optional<IpAddress> EmbeddedIpv4(const IpAddress& address) {
+  if (!address.v6) return std::nullopt;
   for (const Embedding& form : kEmbeddedV4) {
     if (!InPrefix(address, *IpAddress::Parse(form.network), form.prefix_length)) continue;
     IpAddress v4;
     std::copy_n(address.bytes.begin() + form.v4_offset, 4, v4.bytes.begin());
-    return IsInternalAddress(v4);
+    return v4;
   }
+  return std::nullopt;
+}
+
+bool IsInternalAddress(const IpAddress& address) {
+  if (!address.v6) return InAny(address, std::begin(kInternalV4), std::end(kInternalV4));
+  if (InAny(address, std::begin(kInternalV6), std::end(kInternalV6))) return true;
+  if (auto v4 = EmbeddedIpv4(address)) return IsInternalAddress(*v4);
   return false;
 }
 

@@ -137,8 +137,8 @@ NetworkDecision DecideName(const NetworkAllowlist& policy, std::string_view name
 // for it covers (the port is decided when the connection comes, by DecideName).
 NetworkDecision DecideNameQuery(const NetworkAllowlist& policy, std::string_view name);
 // An IP literal the code connected to directly: deny rules, then allow, then allow_private
-// rules; port 0 is denied "port" as in DecideName. An internal address that no allow_private rule covers is denied "internal_address"
-// even when an allow rule matches it.
+// rules; port 0 is denied "port" as in DecideName. An internal address that no allow_private
+// rule covers is denied "internal_address" even when an allow rule matches it.
 NetworkDecision DecideAddress(const NetworkAllowlist& policy, const IpAddress& address,
                               uint16_t port);
 
@@ -150,6 +150,8 @@ NetworkDecision DecideAddress(const NetworkAllowlist& policy, const IpAddress& a
 // documentation ranges (192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32) are not
 // internal: the tests use them as "the internet".
 bool IsInternalAddress(const IpAddress& address);
+// The IPv4 address inside ::ffff:0:0/96, ::/96, 64:ff9b::/96 or 2002::/16; nullopt otherwise.
+std::optional<IpAddress> EmbeddedIpv4(const IpAddress& address);
 // True when an allow_private rule covers this (address, port).
 bool AllowPrivateCovers(const NetworkAllowlist& policy, const IpAddress& address, uint16_t port);
 

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <string>
 
 #include "sandbox/small_file.h"
@@ -53,7 +52,7 @@ Result<RunnerStrings> ReadRunnerStrings() {
 
 }  // namespace
 
-Result<RunnerStrings> FindRunnerStrings() {
+Result<RunnerStrings> FindRunnerStringsInParent() {
   static const Result<RunnerStrings> strings = ReadRunnerStrings();
   return strings;
 }

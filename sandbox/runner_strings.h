@@ -4,7 +4,7 @@
 // /proc/1/cmdline is readable by every process of the sandbox whatever the init's
 // dumpability, and the runner's arguments carry policy and log paths and every
 // `--env KEY=VALUE`; its environment strings (API keys) sit right after them. Usage:
-//   1. parent: auto strings = FindRunnerStrings();  (before clone)
+//   1. parent: auto strings = FindRunnerStringsInParent();  (before clone)
 //   2. child:  HideRunnerStringsInChild(*strings);   (no allocation: between clone and execve)
 #pragma once
 
@@ -23,7 +23,7 @@ struct RunnerStrings {
 
 // Where the kernel says this process's argument and environment strings are (arg_start,
 // arg_end, env_start, env_end of /proc/self/stat, fields 48-51). Read once per process.
-Result<RunnerStrings> FindRunnerStrings();
+Result<RunnerStrings> FindRunnerStringsInParent();
 
 // The name the init shows in /proc/1/cmdline and /proc/1/comm.
 inline constexpr char kInitName[] = "sbx-init";

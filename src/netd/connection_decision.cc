@@ -125,8 +125,12 @@ std::vector<IpAddress> DialableAddresses(const NetworkAllowlist& policy,
   std::vector<IpAddress> dialable;
   for (const IpAddress& raw : resolved) {
     const IpAddress address = UnwrapV4Mapped(raw);
-    const bool host_own =
-        std::find(host_addresses.begin(), host_addresses.end(), address) != host_addresses.end();
+    auto is_host_address = [&host_addresses](const IpAddress& candidate) {
+      return std::find(host_addresses.begin(), host_addresses.end(), candidate) !=
+             host_addresses.end();
+    };
+    const auto embedded = EmbeddedIpv4(address);
+    const bool host_own = is_host_address(address) || (embedded && is_host_address(*embedded));
     if ((IsInternalAddress(address) || host_own) && !AllowPrivateCovers(policy, address, port)) {
       continue;
     }

@@ -188,7 +188,9 @@ void Relay::CheckEgressOverrun(Direction& direction) {
     direction.end_of_stream = true;
     return OnEndOfStream(direction);
   }
-  if (errno == EAGAIN || errno == EINTR) return Await(direction, boost::asio::socket_base::wait_read);
+  if (errno == EAGAIN || errno == EINTR) {
+    return Await(direction, boost::asio::socket_base::wait_read);
+  }
   Finish(RelayEnd::kReset, true);
 }
 
@@ -198,6 +200,13 @@ void Relay::CutAtEgressLimit() {
   // what the kernel still holds). The sandbox's side is reset: its send was cut.
   boost::system::error_code ec;
   up_.to.shutdown(boost::asio::socket_base::shutdown_send, ec);
+  // Unread bytes from the upstream (an early answer) would turn the close into a reset that
+  // drops what is still queued: read and drop what has arrived (bounded) first.
+  char scratch[16 * 1024];
+  for (int reads = 0; reads < kSplicesPerTurn; ++reads) {
+    const ssize_t in = ::recv(up_.to.native_handle(), scratch, sizeof(scratch), MSG_DONTWAIT);
+    if (in <= 0 && errno != EINTR) break;
+  }
   up_.to.close(ec);
   Finish(RelayEnd::kLimitBytes, true);
 }

@@ -1,11 +1,12 @@
 // The filtered upstream direction of a relay: the sandbox's bytes read into netd, passed
 // through the filter, and what it lets through sent upstream (relay.h, FilterUpstream).
+#include "src/netd/relay.h"
+
 #include <sys/socket.h>
 
-#include <boost/asio/post.hpp>
 #include <cerrno>
 
-#include "src/netd/relay.h"
+#include <boost/asio/post.hpp>
 
 namespace sbx::netd {
 namespace {

@@ -166,14 +166,14 @@ TEST_F(ConnectionDecisionTest, DialableAddressesDropInternalOnesUnlessAllowPriva
 
 TEST_F(ConnectionDecisionTest, TheHostsOwnAddressesAreDroppedUnlessAllowPrivateCovers) {
   const std::vector<IpAddress> host = {Ip("151.101.0.223"), Ip("10.20.1.1"), Ip("2a04:4e42::1")};
-  const std::vector<IpAddress> resolved = {Ip("151.101.0.223"), Ip("::ffff:151.101.0.223"),
-                                           Ip("2a04:4e42::1"), Ip("10.20.1.1"),
-                                           Ip("151.101.0.224")};
+  const std::vector<IpAddress> resolved = {
+      Ip("151.101.0.223"), Ip("::ffff:151.101.0.223"), Ip("64:ff9b::9765:df"),
+      Ip("2002:9765:df::1"), Ip("2a04:4e42::1"), Ip("10.20.1.1"), Ip("151.101.0.224")};
   const auto dialable = DialableAddresses(policy_, host, resolved, 443);
   ASSERT_EQ(dialable.size(), 2u);
   EXPECT_EQ(dialable[0], Ip("10.20.1.1"));  // the host's, but allow_private 10.20.0.0/16:443
   EXPECT_EQ(dialable[1], Ip("151.101.0.224"));
-  EXPECT_EQ(DialableAddresses(policy_, {}, resolved, 443).size(), 4u) << "the control";
+  EXPECT_EQ(DialableAddresses(policy_, {}, resolved, 443).size(), 6u) << "the control";
 }
 
 TEST(HostAddresses, IncludeLoopbackOnceAndNoMappedForms) {
