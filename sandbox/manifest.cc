@@ -239,9 +239,10 @@ Result<void> Execute(int workspace_fd, const Plan& plan, const FileOwner& owner,
     UniqueFd out(::openat(parent->fd.get(), parent->name.c_str(),
                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!out && errno == EEXIST) {
-      return EntryError(
-          file.entry, manifest.entries()[file.entry].destination,
-          path + " already exists in the workspace; remove it or choose another path");
+      Error exists = EntryError(file.entry, manifest.entries()[file.entry].destination,
+                                path + " already exists in the workspace; remove it or choose another path");
+      exists.err_no = EEXIST;  // callers tell a conflict from a bad entry by it
+      return exists;
     }
     if (!out) return SysError(ErrorCode::kIo, "create " + path).Context(context);
     created->push_back(path);

@@ -23,6 +23,7 @@ void PrintUsage() {
                "usage:\n"
                "  sbx run [FLAGS] -- COMMAND [ARG...]   run a command in a fresh sandbox\n"
                "  sbx agent --task TEXT [FLAGS]        an LLM agent that writes and runs code in a session\n"
+               "  sbx serve [FLAGS]                    serve sessions over HTTP (docs/server-api.md)\n"
                "  sbx doctor [--json]                  what this host supports and what run uses\n"
                "  sbx image build|ls|path|rm|verify    the Python root filesystem image\n"
                "  sbx --version | --help\n\n"
@@ -31,18 +32,19 @@ void PrintUsage() {
                SBX_VERSION);
 }
 
-// Replaces this process with sbx-agent, passing the arguments after "agent" and the environment
-// unchanged (the agent reads its model's key from it; the sandboxes never see it).
-int ExecAgent(char** argv) {
-  auto agent = sbx::SiblingExecutable("sbx-agent", "build it: tools/build.sh");
-  if (!agent) {
-    std::fprintf(stderr, "sbx: %s\n", agent.error().ToString().c_str());
+// Replaces this process with the sibling program `program` (sbx-agent, sbx-serve), passing the
+// arguments after the subcommand and the environment unchanged (the agent reads its model's key
+// from it; the sandboxes never see it).
+int ExecSibling(const std::string& program, char** argv) {
+  auto path = sbx::SiblingExecutable(program, "build it: tools/build.sh");
+  if (!path) {
+    std::fprintf(stderr, "sbx: %s\n", path.error().ToString().c_str());
     return 125;
   }
-  std::string program = "sbx-agent";
-  argv[1] = program.data();
-  execv(agent->c_str(), argv + 1);
-  std::fprintf(stderr, "sbx: execv(%s): %s\n", agent->c_str(), std::strerror(errno));
+  std::string name = program;
+  argv[1] = name.data();
+  execv(path->c_str(), argv + 1);
+  std::fprintf(stderr, "sbx: execv(%s): %s\n", path->c_str(), std::strerror(errno));
   return 125;
 }
 
@@ -68,7 +70,8 @@ int main(int argc, char** argv) {
     sbx::WaitForReaps();  // nothing of the run outlives this process (reap_later.h)
     return status;
   }
-  if (command == "agent") return ExecAgent(argv);
+  if (command == "agent") return ExecSibling("sbx-agent", argv);
+  if (command == "serve") return ExecSibling("sbx-serve", argv);
   if (command == "doctor") return sbx::cli::RunDoctorCommand(argc - 1, argv + 1);
   if (command == "image") return sbx::cli::RunImageCommand(argc - 1, argv + 1);
   std::fprintf(stderr, "sbx: unknown command \"%s\"; see `sbx --help`\n", command.c_str());

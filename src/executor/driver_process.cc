@@ -63,6 +63,8 @@ class SandboxedDriver final : public DriverProcess {
     thread_.join();
   }
 
+  void Kill() override { Signal(cancel_.get()); }
+
   Result<RunResult> Wait() override {
     if (thread_.joinable()) thread_.join();
     return *outcome_;
@@ -94,6 +96,10 @@ class LocalDriver final : public DriverProcess {
     ::kill(-pid_, SIGKILL);
     Reap();
   }
+
+  // The driver alone, by its pidfd (the group is killed by the Stop that follows): a pidfd
+  // cannot name a reused pid, whichever thread reaps meanwhile.
+  void Kill() override { ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0); }
 
   Result<RunResult> Wait() override {
     Reap();

@@ -25,6 +25,9 @@ class DriverProcess {
   virtual int ended_fd() const = 0;
   // Ends every process of the driver now (idempotent) and waits until they are gone.
   virtual void Stop() = 0;
+  // Starts ending the driver without waiting: safe from another thread while the owner talks
+  // to the driver or waits for it (the owner then sees the channel close and Stops as usual).
+  virtual void Kill() = 0;
   // How it ended; waits for the end. An Error: the sandbox was refused or failed to start.
   virtual Result<RunResult> Wait() = 0;
   // Shuts the channel both ways without waiting: the driver reads EOF and exits by itself.

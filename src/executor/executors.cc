@@ -164,12 +164,15 @@ Result<CodeResult> SessionExecutor::Execute(const std::vector<CodeBlock>& blocks
     config.figures_dir = options_.figures_dir;
     auto started = PythonSession::Start(std::move(*driver), config);
     if (!started) return started.error();
+    std::lock_guard lock(session_mutex_);
     session_ = std::move(*started);
   }
   total.notice = std::exchange(pending_notice_, "");
   WorkspaceSnapshot before = SnapshotWorkspace(workspace_.fd.get());
+  cancel_requested_ = false;
   for (const CodeBlock& block : blocks) {
     CodeResult result = session_->Run(block);
+    if (cancel_requested_) result.status = RunStatus::kCancelled;
     ++total.blocks_run;
     bool failed = result.status != RunStatus::kExited || result.exit_code != 0 || result.rejected;
     Merge(total, std::move(result));
@@ -219,10 +222,22 @@ void SessionExecutor::EndSession() {
   session_->Close();
   const auto& network = session_->ended_network();
   if (network && network->mode == "allowlist") ended_networks_.push_back(*network);
+  std::lock_guard lock(session_mutex_);
   session_.reset();
 }
 
 void SessionExecutor::Close() { EndSession(); }
+
+void SessionExecutor::Cancel() {
+  std::lock_guard lock(session_mutex_);
+  cancel_requested_ = true;
+  if (session_) session_->Kill();
+}
+
+void SessionExecutor::SetBlockTimeout(double seconds) {
+  options_.policy.limits.timeout_seconds = seconds;
+  if (session_) session_->set_exec_timeout_seconds(seconds);
+}
 
 Result<CodeResult> SessionExecutor::ExecuteThenClose(const std::vector<CodeBlock>& blocks) {
   auto result = Execute(blocks);

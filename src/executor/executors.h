@@ -21,7 +21,9 @@
 // lives at most `session_max_seconds` and ends after `session_idle_seconds` without a request.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -67,10 +69,17 @@ class SessionExecutor : public CodeExecutor {
   Result<ArchiveReport> PersistWorkspace(const std::string& archive_path);
   // Ends the session; nothing is left running. Idempotent.
   virtual void Close();
+  // Callable from any thread while Execute runs on another: kills the session's processes, so
+  // the execution returns kCancelled with its state lost (the next starts a fresh session).
+  // Between executions it does nothing.
+  void Cancel();
+  // The timeout of each block from the next execution on (policy.limits.timeout_seconds).
+  void SetBlockTimeout(double seconds);
   // Runs the blocks, then ends the session, so the result also carries the finished network
   // log's coverage and digest (what SandboxExecutor returns).
   Result<CodeResult> ExecuteThenClose(const std::vector<CodeBlock>& blocks);
   const std::string& workspace_dir() const { return workspace_.path; }
+  int workspace_fd() const { return workspace_.fd.get(); }  // O_PATH, held for the session
   // Network allowlist: the summary of every session that has ended, oldest first, each with
   // its log's path and SHA-256 (the record an auditor checks the log file against).
   const std::vector<NetworkOutcome>& EndedNetworks() const { return ended_networks_; }
@@ -94,6 +103,9 @@ class SessionExecutor : public CodeExecutor {
   Workspace workspace_;
   std::string image_dir_;
   std::unique_ptr<PythonSession> session_;
+  // Held while session_ is replaced or dropped, and by Cancel() (the only cross-thread caller).
+  std::mutex session_mutex_;
+  std::atomic<bool> cancel_requested_{false};  // by Cancel() during the current execution
   std::string pending_notice_;  // why the previous session ended, told with the next result
   // The current session's network audit log and how far its executions have read it.
   std::string network_log_path_;

@@ -46,6 +46,11 @@ class PythonSession {
   void Close();
   // Makes the driver exit without waiting for it (Close() or the destructor then waits).
   void Hangup() { driver_->Hangup(); }
+  // Starts killing the whole sandbox, from any thread: a Run in progress returns with the
+  // session lost.
+  void Kill() { driver_->Kill(); }
+  // The timeout of each block from the next Run on.
+  void set_exec_timeout_seconds(double seconds) { config_.exec_timeout_seconds = seconds; }
   // Once the session has ended (Close(), or an execution that lost it): what the network
   // policy did over its whole life, the sandbox's own summary with the finished log's digest.
   const std::optional<NetworkOutcome>& ended_network() const { return ended_network_; }

@@ -144,6 +144,11 @@ PooledDriver::~PooledDriver() {
   if (cgroup_) (void)cgroup_->RemoveInParent();
 }
 
+void PooledDriver::Kill() {
+  // By the pidfd, which cannot name a reused pid: safe while another thread Stops or Waits.
+  ::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+}
+
 void PooledDriver::Stop() {
   if (!killed_) {
     // The session is pid 1 of its pid namespace: its death ends every process it started.

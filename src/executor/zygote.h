@@ -56,6 +56,7 @@ class PooledDriver final : public DriverProcess {
   ~PooledDriver() override;
   int ended_fd() const override { return pidfd_.get(); }
   void Stop() override;
+  void Kill() override;
   Result<RunResult> Wait() override;
   // Called once by Zygote::Spawn: moves the session into its cgroup (if it has one) and
   // tells it so; nothing of the session's program runs before.

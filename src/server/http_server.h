@@ -1,0 +1,115 @@
+// The server's HTTP/1.1 transport: accepts on the listeners, one thread per connection (at
+// most `max_connections`; the next waits in the kernel's backlog), parses each request with
+// Boost.Beast within bounds, authenticates it and hands it to the handler. It knows nothing
+// of sessions; the handler knows nothing of sockets except the disconnect watch.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "sandbox/error.h"
+#include "sandbox/unique_fd.h"
+#include "src/server/api_error.h"
+#include "src/server/listener.h"
+
+namespace sbx::server {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // the path with its query, as sent
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  int connection_fd = -1;  // for DisconnectWatch only: the transport owns the socket
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  static HttpResponse Json(int status, std::string body);
+  static HttpResponse FromError(const ApiError& error);
+};
+
+// Calls `on_disconnect` (once, on a thread of its own) if the client closes the connection
+// while the watch lives; destroying the watch stops watching and waits for that thread.
+class DisconnectWatch {
+ public:
+  DisconnectWatch(int connection_fd, std::function<void()> on_disconnect);
+  ~DisconnectWatch();
+  DisconnectWatch(const DisconnectWatch&) = delete;
+  DisconnectWatch& operator=(const DisconnectWatch&) = delete;
+
+ private:
+  UniqueFd stop_;
+  std::thread thread_;
+};
+
+struct HttpServerOptions {
+  std::vector<ListenAddress> listen;
+  std::string token;  // empty: none (refused with a TCP listener before we get here)
+  size_t max_connections = 256;
+  size_t max_head_bytes = 16 * 1024;
+  size_t max_json_body_bytes = 64u << 20;
+  size_t max_upload_bytes = 1u << 30;  // PUT of files and workspaces
+  double read_timeout_seconds = 30;    // a request's head and body, each read
+  double keep_alive_seconds = 60;      // between requests on one connection
+};
+
+using HttpHandler = std::function<HttpResponse(HttpRequest&)>;
+
+class HttpServer {
+ public:
+  // Opens every listener (all or nothing).
+  static Result<std::unique_ptr<HttpServer>> Create(HttpServerOptions options, HttpHandler handler);
+  ~HttpServer();
+
+  // Starts accepting on threads of their own.
+  void Start();
+  // Stops accepting, closes idle connections, lets each request in progress finish and answer
+  // (with "Connection: close"), and returns once every connection is gone. Idempotent.
+  void Drain();
+  // The port of the first TCP listener (tests listen on port 0).
+  std::optional<int> tcp_port() const;
+  uint64_t requests_served() const { return requests_served_.load(); }
+
+ private:
+  struct Connection {
+    UniqueFd fd;
+    bool busy = false;
+    bool is_unix = false;
+  };
+  HttpServer(HttpServerOptions options, HttpHandler handler)
+      : options_(std::move(options)), handler_(std::move(handler)) {}
+  void AcceptLoop(size_t listener);
+  void Serve(std::shared_ptr<Connection> connection);
+  std::optional<ApiError> Authenticate(const Connection& connection, const HttpRequest& request) const;
+  bool SetBusy(Connection& connection, bool busy);
+
+  HttpServerOptions options_;
+  HttpHandler handler_;
+  std::vector<UniqueFd> listeners_;
+  std::vector<ListenAddress> opened_;  // removed at Drain: never a socket another server owns
+  std::vector<std::thread> acceptors_;
+  UniqueFd stop_;  // an eventfd: readable once draining begins
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::shared_ptr<Connection>> connections_;
+  bool draining_ = false;
+  std::atomic<uint64_t> requests_served_{0};
+};
+
+}  // namespace sbx::server

@@ -1,0 +1,124 @@
+"""Sessions over time: capacity, cancellation, concurrency, draining, a killed server."""
+import concurrent.futures
+import glob
+import os
+import signal
+import socket
+import threading
+import time
+
+from conftest import Server, processes_with, wait_until
+
+
+def test_capacity_is_429_with_retry_after():
+    server = Server("--pool", "0", "--max-sessions", "2")
+    try:
+        first = server.session()
+        server.session()
+        status, error, headers = server.request("POST", "/v1/sessions", {})
+        assert (status, error["error"]["code"]) == (429, "limit")
+        assert headers.get("Retry-After") == "1"
+        server.request("DELETE", f"/v1/sessions/{first}")
+        server.session()
+    finally:
+        assert server.stop() == 0
+
+
+def test_idle_sessions_end():
+    server = Server("--pool", "0")
+    try:
+        session = server.session({"idle_timeout": 1})
+        server.request("POST", f"/v1/sessions/{session}/exec", {"shell": "sleep 3131.5 & true"})
+        assert processes_with(b"3131.5")
+        assert wait_until(lambda: server.request("GET", f"/v1/sessions/{session}")[0] == 404, 10)
+        assert wait_until(lambda: not processes_with(b"3131.5"), 5)
+    finally:
+        server.stop()
+
+
+def test_a_client_that_disconnects_cancels_its_execution():
+    server = Server("--pool", "0")
+    try:
+        session = server.session()
+        server.execute(session, "x = 1")
+        body = ('{"code_blocks": [{"language": "bash", "code": "sleep 2727.5"}]}').encode()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(server.socket_path)
+        sock.sendall(b"POST /v1/sessions/%s/execute HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                     % (session.encode(), len(body)) + body)
+        assert wait_until(lambda: processes_with(b"2727.5"), 30)
+        sock.close()
+        assert wait_until(lambda: not processes_with(b"2727.5"), 10)
+        result = server.execute(session, "print('x' in globals())")
+        assert result["stdout"] == "False\n"
+        assert "cancelled" in result["notice"]
+    finally:
+        server.stop()
+
+
+def test_200_concurrent_requests_over_20_sessions_keep_their_results():
+    server = Server("--pool", "2", "--max-sessions", "24")
+    try:
+        sessions = [server.session() for _ in range(20)]
+        for index, session in enumerate(sessions):
+            server.execute(session, f"mine = {index}")
+        def one(n):
+            index = n % 20
+            result = server.execute(sessions[index], f"print(mine, {n})")
+            return index, n, result["stdout"]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=40) as pool:
+            results = list(pool.map(one, range(200)))
+        assert len(results) == 200
+        for index, n, stdout in results:
+            assert stdout == f"{index} {n}\n"
+    finally:
+        assert server.stop() == 0
+
+
+def test_sigterm_drains_running_executions_and_leaves_nothing():
+    server = Server("--pool", "1")
+    session = server.session()
+    server.request("POST", f"/v1/sessions/{session}/exec", {"shell": "sleep 5151.5 & true"})
+    finished = {}
+    def slow():
+        finished["result"] = server.execute(session, "import time; time.sleep(2); print('done')")
+    worker = threading.Thread(target=slow)
+    worker.start()
+    time.sleep(0.5)
+    server.process.send_signal(signal.SIGTERM)
+    worker.join(60)
+    assert finished["result"]["stdout"] == "done\n"
+    assert server.process.wait(60) == 0
+    assert not os.path.exists(server.socket_path)
+    assert not processes_with(b"5151.5")
+    assert not processes_with(server.socket_path.encode())
+
+
+def test_a_killed_server_takes_its_sandboxes_with_it():
+    server = Server("--pool", "1")
+    cold = server.session({"env": {"COLD": "1"}})
+    warm = server.session()
+    for session, marker in [(cold, "6161.5"), (warm, "6262.5")]:
+        server.request("POST", f"/v1/sessions/{session}/exec", {"shell": f"sleep {marker} & true"})
+        assert processes_with(marker.encode())
+    pid = server.process.pid
+    server.stop(signal.SIGKILL)
+    assert wait_until(lambda: not processes_with(b"6161.5") and not processes_with(b"6262.5"), 10)
+    # Its workspaces (the cold session's, the pool's) and cgroups stay until the next sbx on
+    # this host reaps those of dead runners when it creates its own.
+    def leftovers():
+        found = glob.glob(f"/var/tmp/sbx/ws-{pid}-*")
+        for depth in range(1, 5):  # cgroup v1 controllers, v2, and the parents sbx runs under
+            found += glob.glob("/sys/fs/cgroup/" + "*/" * depth + f"sbx-{pid}-*")
+        return found
+    left = leftovers()
+    assert any("/ws-" in path for path in left), "the control: a killed server cannot clean up"
+    # Sweeps leave workspaces changed in the last minute alone (one being set up); age them.
+    for path in glob.glob(f"/var/tmp/sbx/ws-{pid}-*"):
+        os.utime(path, (time.time() - 120, time.time() - 120))
+    successor = Server("--pool", "0")
+    try:
+        successor.execute(successor.session(), "1")
+    finally:
+        successor.stop()
+    assert not leftovers()
