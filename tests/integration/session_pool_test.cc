@@ -163,6 +163,20 @@ TEST(SessionPool, PrefaultBudgetOverTheLimitIsRefused) {
   EXPECT_NE(pool.error().message.find("prefault_budget_bytes"), std::string::npos) << pool.error().ToString();
 }
 
+// A pooled session always gets a fresh network namespace with lo alone: a policy asking for
+// more (an allowlist or the host's network) is refused, saying what it must be.
+TEST(SessionPool, NetworkPoliciesOtherThanNoneAreRefused) {
+  for (NetworkMode mode : {NetworkMode::kAllowlist, NetworkMode::kHost}) {
+    PoolOptions options = Options(1);
+    options.policy.network = mode;
+    auto pool = SessionPool::Create(options);
+    ASSERT_FALSE(pool);
+    EXPECT_EQ(pool.error().code, ErrorCode::kInvalidInput);
+    EXPECT_NE(pool.error().message.find("network must be \"none\""), std::string::npos)
+        << pool.error().ToString();
+  }
+}
+
 TEST(SessionPool, RefillWaitsWhileASessionExecutesButNotForever) {
   // Two seconds of deferral: far longer than a spawn (35-100 ms), so a refill that ignored it
   // would show within the first half second.
