@@ -227,14 +227,20 @@ TEST(Cli, OversizedArgumentIsRefusedBeforeAnythingIsCreated) {
 
 TEST(Cli, SecondConcurrentRunOnAWorkspaceIsRefused) {
   ScratchDir workspace;
+  // The first run holds the workspace from its "started" file until the test writes "done".
   pid_t first = ::fork();
   if (first == 0) {
-    ::execl(SBX_BINARY, SBX_BINARY, "run", "--workspace", workspace.path().c_str(), "--",
-            "/bin/sleep", "3", nullptr);
+    ::execl(SBX_BINARY, SBX_BINARY, "run", "--workspace", workspace.path().c_str(), "--", "/bin/sh",
+            "-c", "touch /workspace/started; while [ ! -e /workspace/done ]; do sleep 0.02; done",
+            nullptr);
     ::_exit(127);
   }
-  ::usleep(static_cast<useconds_t>(500000 * WallClockScale()));
+  const std::string started = workspace.path() + "/started";
+  const int polls = static_cast<int>(1000 * WallClockScale());  // of 10 ms each
+  for (int i = 0; i < polls && ::access(started.c_str(), F_OK) != 0; ++i) ::usleep(10000);
+  EXPECT_EQ(::access(started.c_str(), F_OK), 0) << "the first run never started";
   HostRun second = Sbx({"run", "--workspace", workspace.path(), "--", "/bin/true"});
+  std::ofstream(workspace.path() + "/done") << "";
   EXPECT_EQ(second.exit_code, 125);
   EXPECT_NE(second.output.find("in use by another sbx run"), std::string::npos) << second.output;
   int status = 0;
