@@ -1,6 +1,6 @@
 // README promises of `sbx run` and `sbx doctor` checked through the CLI: every namespace is the
-// sandbox's own, --stdin, rootfs_size and open_files limits, --cgroup, degraded layers, and a
-// doctor that exits non-zero where sbx cannot run safely.
+// sandbox's own, --stdin, --cpus, rootfs_size and open_files limits, --cgroup, degraded layers,
+// seccomp violations, and a doctor that exits non-zero where sbx cannot run safely.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -104,6 +104,24 @@ TEST(CliPromises, OpenFilesBoundsDescriptors) {
   EXPECT_EQ(bounded.output, "True\n64\n");
   HostRun control = Sbx({"run", "--", "/usr/bin/python3", "-c", open_many});
   EXPECT_EQ(control.output, "203\n");  // 0-2 taken, 200 opened
+}
+
+// --cpus bounds the CPU time a busy program gets per second of wall time: a quarter of a CPU
+// against a whole one (the control; slack for a loaded host, never for the limit).
+TEST(CliPromises, CpusBoundsCpuTimeEndToEnd) {
+  const std::string spin =
+      "import time\nend = time.monotonic() + 1\nwhile time.monotonic() < end: pass";
+  double share[2] = {0, 0};
+  const char* cpus[2] = {"0.25", "1"};
+  for (int i = 0; i < 2; ++i) {
+    HostRun run = Sbx({"run", "--json", "--cpus", cpus[i], "--", "/usr/bin/python3", "-c", spin});
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const auto json = JsonOf(run);
+    EXPECT_NE(json["enforcement"].value("cpu", "none"), "none") << json.dump();
+    share[i] = json.value("cpu_ms", 0.0) / std::max(1.0, json.value("wall_ms", 0.0));
+  }
+  EXPECT_LE(share[0], 0.35) << "with --cpus 0.25";
+  EXPECT_GE(share[1], 0.6) << "with --cpus 1 (the control)";
 }
 
 // --cgroup v1 and v2 use the version asked for, or refuse (125, naming cgroup) where this host
