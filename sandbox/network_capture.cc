@@ -22,7 +22,7 @@ namespace {
 // How each fd of a batch is described in the message body, one entry per fd, same order.
 struct WireEntry {
   CaptureKind kind;
-  uint8_t reserved;
+  uint8_t tracking;  // kRedirect: the Tracking its batch left; else 0
   uint16_t port;
 };
 
@@ -179,6 +179,7 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
   // closed as captured; with it they reach the dual-stack listeners and are logged.
   const bool have_v6 = AddLocalDefaultRoute(AF_INET6) == 0;
   bool redirected = false;
+  Tracking tracking = Tracking::kTcpShortLived;
   if (plan.redirect != RedirectMode::kOff) {
     // Listeners per port are the fallback only when the kernel refused the batch, which is
     // one transaction: nothing of it is installed then. Unknown state is no run.
@@ -189,6 +190,7 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
       return Fail(ChildStep::kNetworkRedirect, installed.err, failed_step);
     }
     redirected = installed.err == 0;
+    tracking = installed.tracking;
   }
   // The entries live on this stack: at most the ports' count (bounded by the policy) + 4.
   constexpr size_t kMaxEntries = 1024;
@@ -211,6 +213,7 @@ int SetUpCaptureInChild(const CapturePlan& plan, ChildStep* failed_step) {
       if (!keep(ListenTcp(port), CaptureKind::kTcp, port)) break;
     }
   } else if (keep(ListenTcp(kRedirectCapturePort), CaptureKind::kRedirect, kRedirectCapturePort)) {
+    entries[count - 1].tracking = static_cast<uint8_t>(tracking);
     // DNS over TCP to the resolver resolv.conf names, 127.0.0.1, which the redirect leaves
     // alone (other addresses' port 53 reaches netd through the redirect; without it, port 53
     // is one of tcp_ports).
@@ -265,7 +268,8 @@ std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int 
       for (size_t i = 0; i < n; ++i, ++received) {
         if (received < described) {
           const WireEntry& entry = entries[received];
-          sockets.push_back({entry.kind, entry.port, fds[i]});
+          sockets.push_back(
+              {entry.kind, entry.port, fds[i], static_cast<Tracking>(entry.tracking)});
         } else {
           ::close(fds[i]);  // more fds than descriptions: never from our child
         }
@@ -282,7 +286,12 @@ std::vector<CapturedSocket> ReceiveCapturedSockets(const CapturePlan& plan, int 
         ++tcp;
         if (socket.port == kDnsPort) ++tcp_dns;
         break;
-      case CaptureKind::kRedirect: ++redirect; break;
+      case CaptureKind::kRedirect:
+        ++redirect;
+        if (static_cast<uint8_t>(socket.tracking) > static_cast<uint8_t>(Tracking::kEverything)) {
+          ++unknown;
+        }
+        break;
       case CaptureKind::kProxy: ++proxy; break;
       case CaptureKind::kUdp: ++udp_dns; break;
       case CaptureKind::kUdpTap: ++udp_tap; break;

@@ -66,6 +66,7 @@ struct CapturedSocket {
   CaptureKind kind = CaptureKind::kTcp;
   uint16_t port = 0;
   int fd = -1;  // owned by the receiver
+  Tracking tracking = Tracking::kTcpShortLived;  // kRedirect: what its batch left tracked
 };
 
 // Runner: receives the child's sockets from `receive_fd` within `timeout_ms`. An empty

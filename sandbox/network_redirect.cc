@@ -330,8 +330,14 @@ NetfilterOutcome InstallNetfilterBatch(const NetfilterBatch& batch) {
 
 NetfilterOutcome InstallRedirect(const RedirectBatches& batches) {
   NetfilterOutcome outcome = InstallNetfilterBatch(batches.short_lived);
-  if (outcome.rejected) outcome = InstallNetfilterBatch(batches.untracking);
-  if (outcome.rejected) outcome = InstallNetfilterBatch(batches.redirect_only);
+  if (outcome.rejected) {
+    outcome = InstallNetfilterBatch(batches.untracking);
+    outcome.tracking = Tracking::kTcp;
+  }
+  if (outcome.rejected) {
+    outcome = InstallNetfilterBatch(batches.redirect_only);
+    outcome.tracking = Tracking::kEverything;
+  }
   return outcome;
 }
 

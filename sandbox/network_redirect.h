@@ -68,9 +68,10 @@ struct NetfilterOutcome {
   // The kernel refused the batch (or has no nfnetlink): certainly nothing was installed. An
   // error without it (the answers could not be read) leaves the state unknown.
   bool rejected = false;
+  Tracking tracking = Tracking::kTcpShortLived;  // InstallRedirect: the batch that was tried last
 };
 // Child: installs the first of `batches` the kernel accepts (a refused one installs nothing);
-// the outcome is the last attempt's. Async-signal-safe.
+// the outcome is the last attempt's, and its `tracking` says which that was. Async-signal-safe.
 NetfilterOutcome InstallRedirect(const RedirectBatches& batches);
 
 }  // namespace sbx

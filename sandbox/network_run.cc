@@ -111,7 +111,9 @@ Result<void> AllowlistRun::HandOver(bool* child_failed) {
   *child_failed = sockets.empty();
   if (sockets.empty()) return Ok{};
   for (const auto& socket : sockets) {
-    all_tcp_ports_ = all_tcp_ports_ || socket.kind == CaptureKind::kRedirect;
+    if (socket.kind != CaptureKind::kRedirect) continue;
+    all_tcp_ports_ = true;
+    tracking_ = socket.tracking;
   }
   auto sent = helper_->SendCaptureSockets(sockets);  // borrows the fds
   for (const auto& socket : sockets) ::close(socket.fd);  // netd holds them now
@@ -140,6 +142,10 @@ void AllowlistRun::Finish(NetworkOutcome* outcome) {
   log_.reset();
   outcome->log_path = log_path_;
   outcome->tcp_coverage = all_tcp_ports_ ? "all" : "listed+audit";
+  outcome->conntrack = !all_tcp_ports_                         ? "no_redirect"
+                       : tracking_ == Tracking::kTcpShortLived ? "tcp_short_lived"
+                       : tracking_ == Tracking::kTcp           ? "tcp_default_timeouts"
+                                                               : "all_flows";
 }
 
 }  // namespace sbx

@@ -65,6 +65,7 @@ class AllowlistRun {
 
   bool finished_ = false;  // else the destructor removes the log: a refused run leaves nothing
   bool all_tcp_ports_ = false;  // the child's redirect is in place (HandOver saw its listener)
+  Tracking tracking_ = Tracking::kTcpShortLived;  // what the redirect's batch left tracked
 
   std::unique_ptr<NetworkHelper> helper_;
   UniqueFd log_;

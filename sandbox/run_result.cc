@@ -47,7 +47,10 @@ nlohmann::ordered_json NetworkOutcomeJson(const NetworkOutcome& network) {
   // What the capture covers: TCP on every port (or, without the kernel's NAT, the listed
   // ports plus the audit-only ones), UDP only DNS, IPv6 captured and denied unless an
   // address rule allows it.
-  out["coverage"] = {{"tcp", network.tcp_coverage}, {"udp", "dns"}, {"ipv6", "address_rules_only"}};
+  out["coverage"] = {{"tcp", network.tcp_coverage},
+                     {"udp", "dns"},
+                     {"ipv6", "address_rules_only"},
+                     {"conntrack", network.conntrack}};
   out["dns_queries"] = network.dns_queries;
   out["allowed"] = network.allowed;
   out["denied"] = network.denied;

@@ -40,6 +40,11 @@ struct NetworkOutcome {
   // Which TCP ports were captured (and logged): "all" (the nf_tables redirect) or
   // "listed+audit" (a listener per listed and audit-only port; the kernel had no NAT).
   std::string tcp_coverage = "listed+audit";
+  // What the redirect left to connection tracking: "tcp_short_lived" (TCP only, its closed
+  // states held seconds), "tcp_default_timeouts" (a kernel without ct timeout objects: closed
+  // TCP entries stay for the kernel's timeouts, minutes), "all_flows" (a kernel without
+  // notrack: every flow tracked), or "no_redirect" (listeners per port, no NAT).
+  std::string conntrack = "no_redirect";
 };
 
 struct RunResult {

@@ -161,6 +161,40 @@ TEST(Agent, CliRunsAgainstAnOpenAiCompatibleServer) {
   EXPECT_EQ(first["messages"][0]["content"], "You are a terse analyst.");
 }
 
+// The exit codes of `sbx agent` (README): 0 finished with every expected output, 1 a model
+// error (a 401: not retried), 2 stopped at --max-turns, 3 finished without an expected output.
+TEST(Agent, CliExitCodesSayHowTheRunEnded) {
+  ScratchDir host;
+  const std::string writes_then_answers = host.path() + "/writes.json";
+  std::ofstream(writes_then_answers) << R"({"label": "writes out.txt, then answers", "replies": [
+      {"content": null, "tool_calls": [{"id": "c1", "type": "function", "function":
+        {"name": "write_file", "arguments": "{\"path\": \"out.txt\", \"content\": \"x\"}"}}]},
+      {"content": "done"}]})";
+  auto agent = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {SBX_BINARY, "agent", "--task", "t", "--out-dir", host.path() + "/out"});
+    return sbx::testing::RunOnHost(args);
+  };
+  auto finished = agent({"--scripted-model", writes_then_answers, "--expect", "out.txt"});
+  EXPECT_EQ(finished.exit_code, 0) << finished.output;
+  auto max_turns = agent({"--scripted-model", writes_then_answers, "--max-turns", "1"});
+  EXPECT_EQ(max_turns.exit_code, 2) << max_turns.output;
+  auto missing = agent({"--scripted-model", writes_then_answers, "--expect", "other.txt"});
+  EXPECT_EQ(missing.exit_code, 3) << missing.output;
+  EXPECT_NE(missing.output.find("other.txt"), std::string::npos) << missing.output;
+
+  FakeOpenAiServer server;
+  server.Enqueue(FakeResponse::Json(401, R"({"error": {"message": "bad key"}})"));
+  ASSERT_TRUE(server.Start());
+  ::setenv("OPENAI_BASE_URL", server.base_url().c_str(), 1);
+  ::setenv("OPENAI_API_KEY", kKey, 1);
+  auto model_error = agent({});
+  ::unsetenv("OPENAI_BASE_URL");
+  ::unsetenv("OPENAI_API_KEY");
+  EXPECT_EQ(model_error.exit_code, 1) << model_error.output;
+  EXPECT_EQ(server.requests().size(), 1u) << "a 401 is not retried";
+  EXPECT_EQ(model_error.output.find(kKey), std::string::npos);
+}
+
 TEST(Agent, CliRefusesBadInputWith125AndCreatesNothing) {
   ScratchDir host;
   std::string out = host.path() + "/never";

@@ -7,11 +7,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "sandbox_fixture.h"
 #include "src/agent/agent.h"
@@ -73,15 +73,29 @@ struct AgentRig {
   }
 };
 
+// The dataset's seed: $SBX_TEST_SEED to replay a run, else a fresh one. Logged either way, and
+// named in every failure, so a failing dataset can be regenerated.
+int DatasetSeed() {
+  const char* fixed = std::getenv("SBX_TEST_SEED");
+  const int seed = fixed != nullptr && *fixed != '\0'
+                       ? std::atoi(fixed)
+                       : static_cast<int>(std::random_device{}() % 100000);
+  std::printf("dataset seed %d (SBX_TEST_SEED=%d replays it)\n", seed, seed);
+  ::testing::Test::RecordProperty("dataset_seed", seed);
+  return seed;
+}
+
 TEST(CaseStudy, FindsThePlantedEventsThroughAFaultyServer) {
-  const int seed = static_cast<int>(std::random_device{}() % 100000);
-  std::printf("dataset seed %d\n", seed);
+  const int seed = DatasetSeed();
+  SCOPED_TRACE("dataset seed " + std::to_string(seed));
   ScratchDir data;
   auto generated = sbx::testing::RunOnHost({"/usr/bin/python3", DemoFile("make_energy_data.py"),
                                             data.path() + "/energy.csv", "--seed", std::to_string(seed),
                                             "--events-json", data.path() + "/planted.json"});
   ASSERT_EQ(generated.exit_code, 0) << generated.output;
   json planted = json::parse(ReadAll(data.path() + "/planted.json"));
+  // The generator's four kinds, one event each: fewer would let the checks below pass on less.
+  ASSERT_EQ(planted.size(), 4u) << planted.dump();
 
   // The demo's scripted replies, in wire form, with a fault before each of the middle ones.
   json script = json::parse(ReadAll(DemoFile("scripted_model.json")));

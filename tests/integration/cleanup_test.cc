@@ -53,10 +53,17 @@ TEST(Cleanup, KillingTheRunnerKillsTheSandbox) {
     ::execl(SBX_BINARY, SBX_BINARY, "run", "--", "/bin/sh", "-c", "sleep 1004 & sleep 1004", nullptr);
     ::_exit(127);
   }
+  // The sleeps themselves, found by their parent chain: the runner's own command line and the
+  // shell's hold "sleep 1004" long before either sleep runs.
   const int polls = static_cast<int>(100 * WallClockScale());  // of 50 ms each
-  for (int i = 0; i < polls && HostProcessesWith("sleep 1004").size() < 2; ++i)
+  for (int i = 0; i < polls && DescendantsNamed(runner, "sleep").size() < 2; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  ASSERT_GE(HostProcessesWith("sleep 1004").size(), 2u);
+  const std::vector<int> sleeps = DescendantsNamed(runner, "sleep");
+  if (sleeps.size() != 2) {
+    ::kill(runner, SIGKILL);
+    ::waitpid(runner, nullptr, 0);
+    FAIL() << sleeps.size() << " sleeps under the runner, expected 2";
+  }
   ::kill(runner, SIGKILL);
   ::waitpid(runner, nullptr, 0);
   for (int i = 0; i < polls && !HostProcessesWith("sleep 1004").empty(); ++i)

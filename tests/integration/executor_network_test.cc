@@ -109,6 +109,11 @@ TEST(ExecutorNetwork, EachResultListsWhatThePolicyBlockedDuringIt) {
   EXPECT_EQ(ended.log_sha256, testing::Sha256Of(log_path));
   EXPECT_EQ(ended.log_sha256.size(), 64u);
   EXPECT_TRUE(ended.tcp_coverage == "all" || ended.tcp_coverage == "listed+audit") << ended.tcp_coverage;
+  // What the redirect left to conntrack; "no_redirect" exactly when there was none.
+  EXPECT_EQ(ended.conntrack == "no_redirect", ended.tcp_coverage != "all") << ended.conntrack;
+  EXPECT_TRUE(ended.conntrack == "no_redirect" || ended.conntrack == "tcp_short_lived" ||
+              ended.conntrack == "tcp_default_timeouts" || ended.conntrack == "all_flows")
+      << ended.conntrack;
   EXPECT_GE(ended.denied, 1u);
 }
 

@@ -84,7 +84,11 @@ TEST_F(NetworkAllowlist, Net21UdpToTheInternetIsRefusedAtOnceAndLogged) {
   ASSERT_TRUE(v6_run.ran);
   EXPECT_EQ(Str(v6_run.probe, "errno_name"), "ECONNREFUSED") << v6_run.diagnostics;
   ExpectRecord(ReadAuditLog(v6_run.result), ConnDenied("udp", "[" + v6 + "]:443"));
-  auto dns_run = Sandboxed(Allowlist({"pypi.test"}), {"udp", kPypi, "53"});
+  const std::vector<std::string> to_53 = {"udp", kPypi, std::to_string(nettest::kUdpDnsSinkPort)};
+  auto dns_control = Control(to_53);
+  EXPECT_EQ(Str(dns_control.probe, "reply"), "udp-sink pypi.test:53") << dns_control.diagnostics;
+  EXPECT_EQ(CountEvents(dns_control.events, {.kind = "datagram", .port = 53}), 1u);
+  auto dns_run = Sandboxed(Allowlist({"pypi.test"}), to_53);
   ASSERT_TRUE(dns_run.ran);
   EXPECT_EQ(CountEvents(dns_run.events, {.kind = "datagram"}), 0u);
   ExpectNoRecord(ReadAuditLog(dns_run.result), {.ev = "conn", .reason = "udp"});

@@ -47,7 +47,12 @@ TEST(NetworkHelperDeath, KillsTheRunAtOnce) {
   spec.policy.network = NetworkMode::kAllowlist;
   spec.policy.limits.timeout_seconds = 60;
   spec.network_log_path = logs.path() + "/network.jsonl";
-  spec.argv = {"/usr/bin/python3", "-c", "import time; print('started', flush=True); time.sleep(50)"};
+  testing::ScratchDir workspace;
+  spec.workspace_dir = workspace.path();
+  spec.argv = {
+      "/usr/bin/python3", "-c",
+      "import time; print('started', flush=True); open('/workspace/started', 'w').close(); "
+      "time.sleep(50)"};
   // The helper dies with the thread that started it, so the run keeps its own thread.
   auto run = std::async(std::launch::async, [&spec] { return RunSandboxed(spec); });
 
@@ -58,7 +63,11 @@ TEST(NetworkHelperDeath, KillsTheRunAtOnce) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_GT(helper, 0) << "sbx-netd never appeared";
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the program is running
+  // The program is running (and has printed) once its file exists.
+  const std::string started = workspace.path() + "/started";
+  while (::access(started.c_str(), F_OK) != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(::access(started.c_str(), F_OK), 0) << "the program never started";
   // Through a pidfd: the pid belongs to our unreaped child, but never signal a raw pid.
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, helper, 0));
   ASSERT_GE(pidfd, 0);

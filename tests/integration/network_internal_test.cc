@@ -55,13 +55,19 @@ TEST_F(NetworkAllowlist, Net19RebindingNeverReachesTheInternalAddress) {
   auto run = Sandboxed(Allowlist({"rebind.test:80"}), probe);
   ASSERT_TRUE(run.ran);
   ASSERT_TRUE(run.probe.contains("results")) << run.diagnostics;
+  size_t allowed = 0;
   for (const auto& result : run.probe["results"]) {
     if (Int(result, "status") == 200) {
       EXPECT_EQ(Str(result, "body"), "rebind.test") << result.dump();
+      ++allowed;
     } else {
       ExpectBlockedByPolicy(result);
     }
   }
+  // The allowed name itself stays reachable: a policy that refused everything would pass the
+  // checks above.
+  EXPECT_GE(allowed, 1u) << run.diagnostics;
+  EXPECT_GE(CountEvents(run.events, {.kind = "request", .server = "rebind.test"}), allowed);
   EXPECT_EQ(CountEvents(run.events, {.server = "internal.test"}), 0u);
   auto log = ReadAuditLog(run.result);
   for (const auto& record : Matching(log, {.ev = "conn", .decision = "allow"})) {

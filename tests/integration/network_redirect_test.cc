@@ -243,7 +243,7 @@ NetfilterBatch BrokenBatch() {
 enum class Batch {
   kReal,            // what runs send
   kShortLivedOnly,  // the short-lived TCP batch, and no fallback (refused: the kernel lacks it)
-  kNoTimeouts,      // notrack without the TCP timeouts (Tracking::kTcp)
+  kNoTimeouts,      // the short-lived batch refused, as a kernel without ct timeouts does
   kTrackingAll,     // the redirect alone (Tracking::kEverything)
   kNoNotrack,       // the notrack batches refused, as a kernel without nft_ct refuses them
   kRefused,         // every batch refused, as a kernel without nf_tables NAT does
@@ -268,7 +268,7 @@ void StartChild(RedirectMode redirect, CaptureRun& run,
       case Batch::kShortLivedOnly:
         batches->untracking = batches->redirect_only = BrokenBatch();
         break;
-      case Batch::kNoTimeouts: batches->short_lived = batches->untracking; break;
+      case Batch::kNoTimeouts: batches->short_lived = BrokenBatch(); break;
       case Batch::kTrackingAll:
         batches->short_lived = batches->untracking = batches->redirect_only;
         break;
@@ -292,6 +292,14 @@ void StartChild(RedirectMode redirect, CaptureRun& run,
   run.sockets = ReceiveCapturedSockets(plan, receive.get(), 10'000);
   ASSERT_EQ(::read(report_read.get(), &run.report, sizeof(run.report)),
             static_cast<ssize_t>(sizeof(run.report)));
+}
+
+// What the child's redirect socket says its batch left tracked; -1 without a redirect socket.
+int TrackingOf(const CaptureRun& run) {
+  for (const auto& socket : run.sockets) {
+    if (socket.kind == CaptureKind::kRedirect) return static_cast<int>(socket.tracking);
+  }
+  return -1;
 }
 
 // Accepts one connection on `listener` and returns its original destination, "host:port".
@@ -373,6 +381,7 @@ TEST(AllPortRedirect, OnlyTcpIsTrackedSoDatagramsCostTheKernelNoEntries) {
   EXPECT_EQ(run.report.udp_tracked, 0);
   // TCP still is: the redirect works (its reverse NAT needs the entries).
   EXPECT_EQ(run.report.v4_connect, 0) << std::strerror(run.report.v4_connect);
+  EXPECT_EQ(TrackingOf(run), static_cast<int>(Tracking::kTcpShortLived));
 
   // A kernel whose nf_tables lacks notrack refuses that transaction: the redirect alone is
   // installed then, and the run still captures every port.
@@ -381,6 +390,8 @@ TEST(AllPortRedirect, OnlyTcpIsTrackedSoDatagramsCostTheKernelNoEntries) {
   ASSERT_EQ(without_notrack.report.setup_step, -1) << std::strerror(without_notrack.report.setup_err);
   EXPECT_EQ(without_notrack.report.v4_connect, 0) << std::strerror(without_notrack.report.v4_connect);
   EXPECT_GE(without_notrack.report.udp_tracked, kUdpFlood);
+  // And the runner learns it (the result's network.coverage.conntrack says "all_flows").
+  EXPECT_EQ(TrackingOf(without_notrack), static_cast<int>(Tracking::kEverything));
 }
 
 // A TCP entry outlives its connection by its state's timeout (TIME_WAIT: 120 s), so code that
@@ -390,9 +401,13 @@ TEST(AllPortRedirect, OnlyTcpIsTrackedSoDatagramsCostTheKernelNoEntries) {
 TEST(AllPortRedirect, ClosedTcpConnectionsLeaveTheConntrackTableInSeconds) {
   CaptureRun short_lived;
   StartChild(RedirectMode::kRequired, short_lived, {}, Batch::kShortLivedOnly, true);
-  if (short_lived.report.setup_step == static_cast<int>(ChildStep::kNetworkRedirect)) {
+  // Only the kernel's own "not supported" answers skip: an unknown object type or expression
+  // (ENOENT), an operation or protocol it lacks. Any other refusal is a failure.
+  const int err = short_lived.report.setup_err;
+  if (short_lived.report.setup_step == static_cast<int>(ChildStep::kNetworkRedirect) &&
+      (err == ENOENT || err == EOPNOTSUPP || err == EPROTONOSUPPORT)) {
     GTEST_SKIP() << "the kernel refuses nf_tables ct timeout objects (or NAT) in network "
-                    "namespaces: " << std::strerror(short_lived.report.setup_err);
+                    "namespaces: " << std::strerror(err);
   }
   ASSERT_EQ(short_lived.report.setup_step, -1) << std::strerror(short_lived.report.setup_err);
   ASSERT_NE(short_lived.report.tcp_tracked, -1) << "no /proc/net/nf_conntrack in the namespace";
@@ -406,6 +421,9 @@ TEST(AllPortRedirect, ClosedTcpConnectionsLeaveTheConntrackTableInSeconds) {
   ASSERT_EQ(defaults.report.setup_step, -1) << std::strerror(defaults.report.setup_err);
   EXPECT_GE(defaults.report.tcp_tracked, kTcpFlood * 9 / 10);
   EXPECT_GE(defaults.report.tcp_left, kTcpFlood * 9 / 10);
+  // The fallback is reported (network.coverage.conntrack "tcp_default_timeouts").
+  EXPECT_EQ(TrackingOf(short_lived), static_cast<int>(Tracking::kTcpShortLived));
+  EXPECT_EQ(TrackingOf(defaults), static_cast<int>(Tracking::kTcp));
 }
 
 TEST(AllPortRedirect, WithoutTheKernelsNatPreferredFallsBackToListenersPerPortAndRequiredFails) {

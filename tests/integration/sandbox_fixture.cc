@@ -10,12 +10,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "sandbox/image.h"
+#include "sandbox/unique_fd.h"
 #include "sandbox/userns.h"
 #include "sandbox/workspace.h"
-#include "sandbox/unique_fd.h"
 #include "tests/support/env_flag.h"
 
 namespace sbx::testing {
@@ -102,6 +103,24 @@ ScratchDir::ScratchDir() {
 
 ScratchDir::~ScratchDir() { (void)RemoveTree(path_); }
 
+namespace {
+
+// /proc/<pid>/<name>, "" when unreadable. read(2), not an ifstream: a process that exits between
+// readdir and the read makes the read fail with ESRCH, which libstdc++'s filebuf throws on.
+std::string ReadProcFile(int pid, const char* name) {
+  std::string text;
+  UniqueFd file(
+      ::open(("/proc/" + std::to_string(pid) + "/" + name).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!file) return text;
+  char buffer[4096];
+  ssize_t got;
+  while ((got = ::read(file.get(), buffer, sizeof(buffer))) > 0)
+    text.append(buffer, static_cast<size_t>(got));
+  return text;
+}
+
+}  // namespace
+
 std::vector<int> HostProcessesWith(const std::string& token) {
   std::vector<int> found;
   DIR* proc = ::opendir("/proc");
@@ -109,18 +128,42 @@ std::vector<int> HostProcessesWith(const std::string& token) {
   while (struct dirent* entry = ::readdir(proc)) {
     int pid = std::atoi(entry->d_name);
     if (pid <= 0 || pid == ::getpid()) continue;
-    // read(2), not an ifstream: a process that exits between readdir and the read makes the
-    // read fail with ESRCH, which libstdc++'s filebuf throws on; such a process is skipped.
-    std::string text;
-    UniqueFd cmdline(::open(("/proc/" + std::to_string(pid) + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC));
-    if (!cmdline) continue;
-    char buffer[4096];
-    ssize_t got;
-    while ((got = ::read(cmdline.get(), buffer, sizeof(buffer))) > 0) text.append(buffer, static_cast<size_t>(got));
+    std::string text = ReadProcFile(pid, "cmdline");
     std::replace(text.begin(), text.end(), '\0', ' ');  // argv is NUL-separated
     if (text.find(token) != std::string::npos) found.push_back(pid);
   }
   ::closedir(proc);
+  return found;
+}
+
+std::vector<int> DescendantsNamed(pid_t ancestor, const std::string& comm) {
+  std::map<int, std::pair<int, std::string>> parent_and_name;  // pid -> (ppid, comm)
+  if (DIR* proc = ::opendir("/proc")) {
+    while (struct dirent* entry = ::readdir(proc)) {
+      const int pid = std::atoi(entry->d_name);
+      if (pid <= 0) continue;
+      const std::string stat = ReadProcFile(pid, "stat");
+      // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so the last ')'.
+      const size_t open = stat.find('('), close = stat.rfind(')');
+      if (open == std::string::npos || close == std::string::npos) continue;
+      std::istringstream rest(stat.substr(close + 1));
+      std::string state;
+      int ppid = 0;
+      if (rest >> state >> ppid)
+        parent_and_name[pid] = {ppid, stat.substr(open + 1, close - open - 1)};
+    }
+    ::closedir(proc);
+  }
+  std::vector<int> found;
+  for (const auto& [pid, info] : parent_and_name) {
+    if (info.second != comm) continue;
+    int up = info.first;
+    for (int depth = 0; up > 1 && up != ancestor && depth < 64; ++depth) {
+      auto it = parent_and_name.find(up);
+      up = it == parent_and_name.end() ? 0 : it->second.first;
+    }
+    if (up == ancestor) found.push_back(pid);
+  }
   return found;
 }
 

@@ -50,6 +50,10 @@ class ScratchDir {
 // Host processes whose command line contains `token` (to prove nothing survived).
 std::vector<int> HostProcessesWith(const std::string& token);
 
+// Host processes named `comm` (as in /proc/<pid>/comm) that descend from `ancestor` by their
+// parent chain, whatever their command lines say.
+std::vector<int> DescendantsNamed(pid_t ancestor, const std::string& comm);
+
 // Entries of `dir` whose names start with `prefix`, as full paths.
 std::vector<std::string> EntriesWithPrefix(const std::string& dir, const std::string& prefix);
 // Cgroups named after runner `pid` (sbx-<pid>-*) in every hierarchy this process belongs to.

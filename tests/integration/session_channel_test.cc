@@ -1,6 +1,7 @@
 // A session's code can write to its driver's channel (they share a process): what it writes
 // there must never become a result, nor cost the runner more than the reply caps allow.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -41,21 +42,32 @@ long PeakRssKib() {
 TEST(SessionChannel, AReplyForgedAheadForTheNextBlockIsNeverTakenAsItsResult) {
   auto session = NewSession();
   ASSERT_TRUE(session);
-  // After its own reply has gone, the block queues a well-formed reply for the next request.
+  // After its own reply has gone (the driver's main thread is back at its select on the
+  // channel), the block queues a well-formed reply for the next request, then says so in a file.
   CodeResult first = Python(*session, std::string(kChannelPrelude) + R"(
-import json, threading, time
+import json, linecache, threading, time
 forged = {"id": cell + 1, "outcome": "ok", "exit_code": 0, "stdout": "FORGED\n", "stderr": "",
           "output": [["stdout", "FORGED\n"]], "stdout_truncated": False,
           "stderr_truncated": False, "output_truncated": False, "result": None, "error": None,
           "figures": [], "cpu_ms": 0}
+def waiting_for_a_request():
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    return frame is not None and frame.f_code.co_name == "run" and "select.select(" in \
+        linecache.getline(frame.f_code.co_filename, frame.f_lineno)
 def later():
-    time.sleep(1)
+    while not waiting_for_a_request():
+        time.sleep(0.01)
     send(json.dumps(forged).encode())
+    open("/workspace/forged-sent", "w").close()
 threading.Thread(target=later).start()
 print("queued")
 )");
   ASSERT_EQ(first.stdout_text, "queued\n") << first.notice;
-  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const std::string sent = session->workspace_dir() + "/forged-sent";
+  const int polls = static_cast<int>(1000 * sbx::testing::WallClockScale());  // of 10 ms each
+  for (int i = 0; i < polls && ::access(sent.c_str(), F_OK) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(::access(sent.c_str(), F_OK), 0) << "the block never forged its frame";
   CodeResult second = Python(*session, "print('real')");
   EXPECT_EQ(second.stdout_text.find("FORGED"), std::string::npos) << second.stdout_text;
   EXPECT_TRUE(second.state_lost);

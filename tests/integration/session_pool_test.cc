@@ -1,5 +1,7 @@
 // The warm pool against the real image: state, isolation between sessions and from the host,
 // the seccomp filter, limits, and cleanup when sessions, the pool or its owner end.
+#include "src/executor/session_pool.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -7,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,7 +18,6 @@
 #include "sandbox_fixture.h"
 #include "session_checks.h"
 #include "src/executor/process_memory.h"
-#include "src/executor/session_pool.h"
 
 namespace sbx::executor {
 namespace {
@@ -161,6 +163,20 @@ TEST(SessionPool, PrefaultBudgetOverTheLimitIsRefused) {
   EXPECT_NE(pool.error().message.find("prefault_budget_bytes"), std::string::npos) << pool.error().ToString();
 }
 
+// A pooled session always gets a fresh network namespace with lo alone: a policy asking for
+// more (an allowlist or the host's network) is refused, saying what it must be.
+TEST(SessionPool, NetworkPoliciesOtherThanNoneAreRefused) {
+  for (NetworkMode mode : {NetworkMode::kAllowlist, NetworkMode::kHost}) {
+    PoolOptions options = Options(1);
+    options.policy.network = mode;
+    auto pool = SessionPool::Create(options);
+    ASSERT_FALSE(pool);
+    EXPECT_EQ(pool.error().code, ErrorCode::kInvalidInput);
+    EXPECT_NE(pool.error().message.find("network must be \"none\""), std::string::npos)
+        << pool.error().ToString();
+  }
+}
+
 TEST(SessionPool, RefillWaitsWhileASessionExecutesButNotForever) {
   // Two seconds of deferral: far longer than a spawn (35-100 ms), so a refill that ignored it
   // would show within the first half second.
@@ -219,27 +235,107 @@ TEST(SessionPool, ManifestIsStagedIntoThePooledWorkspace) {
   EXPECT_EQ(Python(*session, "print(open('/workspace/in/hello.txt').read(), end='')").stdout_text, "hello\n");
 }
 
+// Python that prints how many other processes' command lines hold `head` + `tail` (split so
+// that the scanner's own command line, on the host, never holds the marker).
+std::string MarkerScan(const std::string& head, const std::string& tail) {
+  return "import os\n"
+         "marker = ('" + head + "' + '" + tail + "').encode()\n"
+         "found = 0\n"
+         "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+         "    try:\n"
+         "        cmdline = open('/proc/' + pid + '/cmdline', 'rb').read()\n"
+         "        found += pid != str(os.getpid()) and marker in cmdline\n"
+         "    except OSError:\n"
+         "        pass\n"
+         "print('processes', found)\n";
+}
+
+// The namespace links of the session's driver, and the keys of its SysV shared memory segments.
+constexpr const char* kNamespacesAndIpc =
+    "import os\n"
+    "names = ('net', 'ipc', 'pid', 'mnt', 'uts')\n"
+    "print(' '.join(os.readlink('/proc/self/ns/' + n) for n in names))\n"
+    "segments = open('/proc/sysvipc/shm').readlines()[1:]\n"
+    "print('shm keys', sorted(int(l.split()[0]) for l in segments))\n";
+
+constexpr int kShmKey = 0x5b0a11;
+
+// Files a leaves where b could look, and a walk of every writable place for a's secret.
+constexpr const char* kFileScan =
+    "import os\n"
+    "places = ['/workspace/a.txt', '/tmp/a-tmp', '/dev/shm/a-shm']\n"
+    "print('files', [p for p in places if os.path.exists(p)])\n"
+    "hits = 0\n"
+    "for top in ('/workspace', '/tmp', '/dev/shm'):\n"
+    "    for root, _, names in os.walk(top):\n"
+    "        for name in names:\n"
+    "            try:\n"
+    "                hits += b'secret-' + b'of-a' in open(os.path.join(root, name), 'rb').read()\n"
+    "            except OSError:\n"
+    "                pass\n"
+    "print('secrets', hits)\n";
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+    lines.push_back(text.substr(start, end - start));
+  return lines;
+}
+
+// Two sessions of one pool share no process, namespace, IPC object or file. Every probe runs
+// in a too, where it finds a's own things (and on the host for the processes), so a probe
+// that could not see them would fail there.
 TEST(SessionPool, PooledSessionsCannotSeeEachOther) {
   auto pool = NewPool();
   ASSERT_TRUE(pool);
   auto a = Acquire(*pool);
   auto b = Acquire(*pool);
   ASSERT_TRUE(a && b);
-  RunBlock(*a, "bash", "echo secret-of-a > a.txt; (exec -a marker-of-a sleep 300 &) ; echo 'x' > /tmp/a-tmp");
-  CodeResult seen = RunBlock(*b, "bash",
-                        "ls /workspace; ls /tmp; ps -e -o pid=,args= 2>/dev/null || ls /proc; "
-                        "grep -rl secret-of-a / --exclude-dir=proc 2>/dev/null | head -3; echo end");
-  EXPECT_EQ(seen.output.find("a.txt"), std::string::npos) << seen.output;
-  EXPECT_EQ(seen.output.find("a-tmp"), std::string::npos) << seen.output;
-  EXPECT_EQ(seen.output.find("marker-of-a"), std::string::npos) << seen.output;
-  EXPECT_EQ(seen.output.find("secret-of-a"), std::string::npos) << seen.output;
-  EXPECT_NE(seen.output.find("end"), std::string::npos) << seen.output;
-  // b is pid 1 of its own pid namespace and sees only its own processes.
+  const std::string tail = "marker-" + std::to_string(::getpid());
+  const std::string marker = "sbx-pool-" + tail;
+  CodeResult planted = RunBlock(
+      *a, "bash",
+      "(exec -a " + marker + " sleep 300 &); for p in /workspace/a.txt /tmp/a-tmp /dev/shm/a-shm; "
+      "do echo secret-of-a > $p || exit 1; done");
+  ASSERT_EQ(planted.exit_code, 0) << planted.output;
+  CodeResult shm = Python(*a,
+                          "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                          "print(libc.shmget(" +
+                              std::to_string(kShmKey) + ", 4096, 0o1600) >= 0)");
+  ASSERT_EQ(shm.stdout_text, "True\n") << shm.output;
+
+  // Processes: a and the host find the marker process; b does not.
+  const std::string scan = MarkerScan("sbx-pool-", tail);
+  int polls = static_cast<int>(100 * WallClockScale());  // of 50 ms each: until the sleep runs
+  while (Python(*a, scan).stdout_text != "processes 1\n" && --polls > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(Python(*a, scan).stdout_text, "processes 1\n") << "a never saw its own marker";
+  EXPECT_EQ(sbx::testing::RunOnHost({"/usr/bin/python3", "-c", scan}).output, "processes 1\n");
+  EXPECT_EQ(Python(*b, scan).stdout_text, "processes 0\n");
+  // b is pid 1 of its own pid namespace.
   EXPECT_EQ(Python(*b, "import os\nos.getpid()").value.value_or(""), "1");
-  // The differential control: a itself sees its marker and its file.
-  CodeResult own = RunBlock(*a, "bash", "cat a.txt; cat /proc/*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -c marker-of-a");
-  EXPECT_NE(own.output.find("secret-of-a"), std::string::npos) << own.output;
-  EXPECT_EQ(own.output.find("\n0\n"), std::string::npos) << own.output;
+
+  // Namespaces: each of a's differs from b's; the SysV segment is in a's IPC namespace only.
+  const auto seen_a = Lines(Python(*a, kNamespacesAndIpc).stdout_text);
+  const auto seen_b = Lines(Python(*b, kNamespacesAndIpc).stdout_text);
+  ASSERT_EQ(seen_a.size(), 2u);
+  ASSERT_EQ(seen_b.size(), 2u);
+  std::istringstream links_a(seen_a[0]), links_b(seen_b[0]);
+  std::string link_a, link_b;
+  int compared = 0;
+  while (links_a >> link_a && links_b >> link_b) {
+    EXPECT_NE(link_a, link_b) << "a and b share a namespace";
+    ++compared;
+  }
+  EXPECT_EQ(compared, 5) << seen_a[0] << " / " << seen_b[0];
+  EXPECT_EQ(seen_a[1], "shm keys [" + std::to_string(kShmKey) + "]");
+  EXPECT_EQ(seen_b[1], "shm keys []");
+
+  // Files: none of a's, anywhere b can write (a finds its three, and its own cell's source).
+  EXPECT_EQ(Python(*a, kFileScan).stdout_text,
+            "files ['/workspace/a.txt', '/tmp/a-tmp', '/dev/shm/a-shm']\nsecrets 4\n");
+  EXPECT_EQ(Python(*b, kFileScan).stdout_text, "files []\nsecrets 0\n");
 }
 
 TEST(SessionPool, PooledSessionIsIsolatedAndGetsNoHostSecrets) {

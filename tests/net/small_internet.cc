@@ -122,6 +122,7 @@ Result<void> SmallInternet::Bring() {
   nlohmann::json sinks = nlohmann::json::array();
   for (int port : kUdpSinkPorts)
     sinks.push_back({{"name", "pypi.test"}, {"addr", pypi}, {"port", port}});
+  sinks.push_back({{"name", "pypi.test"}, {"addr", pypi}, {"port", kUdpDnsSinkPort}});
   nlohmann::json internet = {
       {"events", state_dir_ + "/events.jsonl"},
       {"cert_dir", cert_dir},

@@ -36,6 +36,9 @@ inline constexpr int kAltHttpsPort = 8443;  // banner "alt-banner <name>"
 inline constexpr int kDotPort = 853;        // DNS over TLS on kDnsAddress
 inline constexpr int kUdpSinkPorts[] = {443,
                                         123};  // on pypi.test: answers "udp-sink <name>:<port>"
+// A sink on pypi.test's port 53 too: the sandbox's stub owns port 53 of every address, and a
+// datagram that got past it would reach this sink and be counted.
+inline constexpr int kUdpDnsSinkPort = 53;
 // The canary on T's own loopback: HTTP on 127.0.0.1:80 (loop.test) and a banner here.
 inline constexpr int kCanaryPort = 47123;
 inline constexpr char kCanaryName[] = "canary";
