@@ -58,7 +58,7 @@ step "unit tests"
 gtest "unit tests" build/tests/sbx_unit_tests
 step "integration tests (real namespaces, seccomp, cgroups, the image's Python)"
 gtest "integration tests" build/tests/sbx_integration_tests
-step "the libraries' own test suites: sandbox vs host, test by test (issue 3's proof)"
+step "the libraries' own test suites: sandbox vs host, test by test"
 tests/library_suites.sh --totals "$totals"
 step "unit tests under ASan + UBSan"
 SBX_BUILD_DIR=$root/build-asan SBX_BUILD_TARGET=sbx_unit_tests tools/build.sh -DSBX_SANITIZE=ON
