@@ -97,8 +97,8 @@ int CloseAllExcept(int keep_a, int keep_b) {
 }
 
 // 14. The program is a vfork-style child: it shares the init's memory until its execve, so
-//     no page tables are copied and none of its writes takes a copy-on-write fault (on the
-//     shadow-paged VM of 2026-12-02 that was ~1 ms of every start; README, Performance). The
+//     no page tables are copied and none of its writes takes a copy-on-write fault (~1 ms of
+//     every start where page faults are slow, as under shadow paging; docs/performance.md). The
 //     init sleeps meanwhile. Without CLONE_FS, CLONE_FILES, CLONE_SIGHAND or CLONE_THREAD,
 //     what the child changes (ids, capabilities, fds, rlimits, cwd, seccomp, handlers) is its
 //     own. Every handler and ignored signal inherited from the runner is reset first, with all

@@ -8,8 +8,8 @@
 
 namespace sbx {
 
-// What kind of failure an Error is; decides the CLI exit code (all map to 125 today, but
-// callers can tell a refused input from a failed setup).
+// What kind of failure an Error is; decides the CLI exit code (all map to 125 in the CLI,
+// but callers can tell a refused input from a failed setup).
 enum class ErrorCode {
   kInvalidInput,   // a policy, flag or path was rejected before anything was created
   kSetupFailed,    // a required isolation layer could not be set up

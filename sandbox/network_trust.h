@@ -1,5 +1,6 @@
 // What a run under an allowlist needs from the runner's side when its policy injects secrets or
-// adds CAs (policies/SCHEMA.md, network-design §4.6), resolved before the sandbox exists:
+// adds CAs (policies/SCHEMA.md; docs/network.md, TLS termination), resolved before the sandbox
+// exists:
 //   - the sandbox's trust bundle: the image's bundle, then extra_ca_files, then the run's CA,
 //     bound read-only over the image's bundle, with the variables TLS clients read pointing
 //     at it (pip, requests and Node do not all read the system bundle). sbx-netd mints the

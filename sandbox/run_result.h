@@ -69,9 +69,9 @@ struct RunResult {
 
 const char* RunStatusName(RunStatus status);
 
-// The CLI exit code for a result (DESIGN.md): the program's code; 128+N for signal N;
-// 124 timed out; 125 setup failed or the network helper died; 126 cannot execute; 127 not found; 143 cancelled (stopped
-// with SIGTERM, as `docker stop` reports it).
+// The CLI exit code for a result (docs/architecture.md, Conventions): the program's code; 128+N for
+// signal N; 124 timed out; 125 setup failed or the network helper died; 126 cannot execute; 127 not
+// found; 143 cancelled (stopped with SIGTERM, as `docker stop` reports it).
 int ExitCodeFor(const RunResult& result);
 
 // The whole result as one JSON object (the `sbx run --json` contract).

@@ -12,13 +12,18 @@
 # replays the tool calls a capable model makes for this task, labelled as such: its code runs
 # for real in the sandbox on the generated data, but no LLM is called. SBX_DEMO_MODEL=scripted
 # forces it; SBX_DEMO_SEED picks another dataset.
+#
+# It builds only what it runs: sbx and sbx-agent (no sbx-netd: the default policy has no network;
+# the model is called from sbx-agent, outside the sandbox), not the test suite. SBX_BUILD_DIR
+# picks another build directory, as for tools/build.sh.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-$PWD/sbx-demo-output}
+build=${SBX_BUILD_DIR:-$root/build}
 
 "$root/tools/setup.sh"
-"$root/tools/build.sh"
-"$root/build/sbx" image path >/dev/null 2>&1 || "$root/build/sbx" image build
+SBX_BUILD_DIR=$build SBX_BUILD_TARGET="sbx sbx-agent" "$root/tools/build.sh"
+"$build/sbx" image path >/dev/null 2>&1 || "$build/sbx" image build
 
 input=$(mktemp -d /var/tmp/sbx-demo-XXXXXX)
 trap 'rm -rf "$input"' EXIT
@@ -30,7 +35,7 @@ if [[ ${SBX_DEMO_MODEL:-} != scripted && ( -n ${OPENAI_API_KEY:-} || -n ${OPENAI
   echo "== model: ${SBX_MODEL:-gpt-4o-mini} at ${OPENAI_BASE_URL:-https://api.openai.com/v1}"
 fi
 mkdir -p "$out"
-"$root/build/sbx" agent "${model[@]}" --policy "$root/policies/default.json" \
+"$build/sbx" agent "${model[@]}" --policy "$root/policies/default.json" \
   --task-file "$root/tools/demo/task.md" --input "$input/energy.csv:input/energy.csv" \
   --expect output/anomalies.csv --expect output/energy_anomalies.png \
   --expect output/anomaly_report.md --out-dir "$out"

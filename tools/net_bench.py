@@ -4,11 +4,11 @@
   python3 tools/net_bench.py [--sbx build/sbx] [--connections 200] [--megabytes 100] [--starts 20]
                              [--bulk-rounds 5]
 
-Issue 6 asks for connection latency and bulk throughput "against direct connections inside the
-test internet": as in the network tests (tests/net/topology.h), network namespace T plays the
-host that sbx and sbx-netd run on and U plays the internet, joined by a veth pair; a TCP server
-in U serves "N\\n" -> N bytes. The same client runs directly in T and inside
-`sbx run --allow ADDRESS:PORT` started in T (every connection captured in the sandbox's
+Connection latency and bulk throughput against direct connections inside the test internet
+(results: docs/performance.md). As in the network tests (tests/net/topology.h), network
+namespace T plays the host that sbx and sbx-netd run on and U plays the internet, joined by a
+veth pair; a TCP server in U serves "N\\n" -> N bytes. The same client runs directly in T
+and inside `sbx run --allow ADDRESS:PORT` started in T (every connection captured in the sandbox's
 namespace and relayed by sbx-netd), alternated --bulk-rounds times. The same is also measured
 against a server on this host's own first non-loopback IPv4 address, where both ends share
 loopback's speed and the relay's second TCP connection shows in full. Printed: the median and
@@ -71,8 +71,8 @@ def host_address():
     sys.exit("net_bench: no non-loopback IPv4 address on this host to serve from")
 
 
-# The small internet's addresses: documentation ones (RFC 5737; the tests' 192.0.2.0/24 is this
-# VM's own network, which would make the host's rows confusing).
+# The small internet's addresses: documentation ones (RFC 5737), but not the tests' 192.0.2.0/24:
+# a machine may sit on that network itself, which would make the host's rows confusing.
 T_ADDRESS, U_ADDRESS, U_PORT = "198.51.100.1", "198.51.100.2", 9000
 
 
@@ -282,7 +282,7 @@ def main():
                                          check=True, capture_output=True, text=True)
                 to_program[mode].append((int(stamped.stdout) - start_ns) / 1e6)
 
-    print_connections(f"small internet (T -> veth -> U, server {U_ADDRESS}:{U_PORT}; issue 6's benchmark)",
+    print_connections(f"small internet (T -> veth -> U, server {U_ADDRESS}:{U_PORT})",
                       *internet_runs, args)
     print()
     print_connections(f"this host (server {address}:{port}, both ends on loopback's speed)", *host_runs, args)

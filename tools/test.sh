@@ -65,7 +65,7 @@ tests/server_suite.sh "$reports/server.xml" || server_status=$?
 python3 tests/gtest_report.py --label "server + Python package" --expected "$expected_skips" \
   --totals "$totals" "$reports/server.xml" || server_status=$((server_status ? server_status : 1))
 ((server_status == 0)) || exit "$server_status"
-step "the libraries' own test suites: sandbox vs host, test by test (issue 3's proof)"
+step "the libraries' own test suites: sandbox vs host, test by test"
 tests/library_suites.sh --totals "$totals"
 step "unit tests under ASan + UBSan"
 SBX_BUILD_DIR=$root/build-asan SBX_BUILD_TARGET=sbx_unit_tests tools/build.sh -DSBX_SANITIZE=ON

@@ -46,13 +46,14 @@ namespace sbx::executor {
 // Run once in the zygote before it forks: pulls in the lazily imported parts of the stack
 // that typical agent code reaches (DataFrame construction and describe, groupby, a figure).
 extern const char* const kDefaultZygoteWarmup;
-// A typical first execution (DataFrame construction, describe, groupby, repr). The zygote runs
-// an empty cell and then this once in a throwaway fork and learns which of its own pages they
-// write (about 1,600 pages); every session copies those pages while it is prepared
-// (rootfs/zygote_prefault.py), so its first execution does not take a copy-on-write fault for
-// each (a fault costs 5-10 us on the build VMs). The price: an idle session holds that memory
-// from the start instead of from its first execution, so PoolOptions::prefault_budget_bytes
-// caps it (the empty cell's pages first: every first execution writes those).
+// A typical first execution (DataFrame construction, describe, groupby, repr). The zygote runs an
+// empty cell and then this once in a throwaway fork and learns which of its own pages they write
+// (about 1,600 pages); every session copies those pages while it is prepared
+// (rootfs/zygote_prefault.py), so its first execution does not take a copy-on-write fault for each
+// (a fault costs 5-10 us in a VM that backs guest pages on demand). The price: an idle session
+// holds that memory from the start instead of from its first execution, so
+// PoolOptions::prefault_budget_bytes caps it (the empty cell's pages first: every first execution
+// writes those).
 extern const char* const kDefaultPrefaultCode;
 inline constexpr size_t kDefaultPrefaultBudgetBytes = size_t{4} << 20;
 inline constexpr size_t kMaxPrefaultBudgetBytes = size_t{256} << 20;
@@ -65,15 +66,15 @@ struct PoolOptions {
   CgroupOptions cgroup_options;
   std::string warmup_code = kDefaultZygoteWarmup;
   std::string prefault_code = kDefaultPrefaultCode;  // empty: no pre-fault
-  // Pre-copied memory per session, at most. 4 MiB keeps an idle session within issue 4's
-  // 8 MiB (it holds ~3.3 MiB without any pre-fault); 0 turns the pre-fault off.
+  // Pre-copied memory per session, at most. 4 MiB keeps an idle session within the pool's
+  // 8 MiB target (it holds ~3.3 MiB without any pre-fault); 0 turns the pre-fault off.
   size_t prefault_budget_bytes = kDefaultPrefaultBudgetBytes;
   double start_timeout_seconds = 120;
   // Refilling waits while any pooled session executes (from Acquire to the end of its first
   // execution or its Close, and during each later execution), at most this long, and not at all once no session
   // is warm. A spawn (the zygote's fork, mounts, the pre-fault) and an execution contend for
-  // page-table work the VMs here do not run in parallel: together, a first describe took
-  // 85-100 ms instead of 40-45 ms (sbx_pool_bench, 2026-12-01). 0: refill at once.
+  // page-table work that a 2-core VM does not run in parallel: together, a first describe took
+  // 85-100 ms instead of 40-45 ms (sbx_pool_bench; docs/performance.md). 0: refill at once.
   double refill_deferral_seconds = 0.5;
 };
 

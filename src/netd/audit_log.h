@@ -101,7 +101,7 @@ class AuditLog {
   LogDigest digest_;
 };
 
-// "2026-11-29T18:30:01.123Z" for now.
+// The current UTC time with milliseconds, as "2026-11-29T18:30:01.123Z".
 std::string UtcTimestampMs();
 
 }  // namespace sbx::netd

@@ -1,4 +1,4 @@
-// Applies §4.5's steps to a connection's destination and first bytes.
+// Applies connection_decision.h's steps to a connection's destination and first bytes.
 #include "src/netd/connection_decision.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
-// The decision for one accepted TCP connection (network-design.md §4.5), as pure functions of
-// the policy, the fake-address pool and what the connection showed. sbx-netd's connection code
-// only performs the I/O around them.
+// The decision for one accepted TCP connection (docs/network.md, Deciding a connection), as pure
+// functions of the policy, the fake-address pool and what the connection showed. sbx-netd's
+// connection code only performs the I/O around them.
 //
 // Order, for a connection whose original destination is `dst`:
 //   1. ClassifyDestination: loopback, 0.0.0.0/8, unspecified and multicast destinations are

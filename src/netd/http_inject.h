@@ -1,5 +1,5 @@
-// The per-request decision of the MITM path, as pure functions of the inject rules, their
-// secrets, the connection's name and port and the request's header (network-design §4.6):
+// The per-request decision of the MITM path, as pure functions of the inject rules, their secrets,
+// the connection's name and port and the request's header (docs/network.md, TLS termination):
 //   1. the request's authority (Host, and an absolute-form target's authority when there is
 //      one) must be the connection's name, case-insensitive, with no port or the connection's
 //      port; anything else is refused host_mismatch (fronting inside TLS), and so is a

@@ -1,7 +1,7 @@
 // Every request on a plain-HTTP connection, checked before a byte of it goes upstream
-// (network-design §4.5): the sandbox's side of an allowed port-80 connection is parsed as a
-// stream of HTTP/1.x requests, so a later request (keep-alive, pipelined, or hidden behind a
-// framing the server reads differently) cannot reach a shared front end with another Host.
+// (docs/network.md, Deciding a connection): the sandbox's side of an allowed port-80 connection is
+// parsed as a stream of HTTP/1.x requests, so a later request (keep-alive, pipelined, or hidden
+// behind a framing the server reads differently) cannot reach a shared front end with another Host.
 //
 // Per request:
 //   1. the head is held until complete (at most kMaxHttpHead bytes) and read as the first one is

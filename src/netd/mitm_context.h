@@ -1,8 +1,8 @@
-// What sbx-netd needs to terminate the sandbox's TLS towards an inject host and to speak TLS
-// to the real server (network-design §4.6): the run CA (minted here; only its certificate
-// leaves netd, for the sandbox's trust bundle), one server context per inject host
-// (its leaf minted on first use, then cached), the upstream client context, the inject rules
-// and their secrets. Exists only when the policy has inject rules; one per netd process.
+// What sbx-netd needs to terminate the sandbox's TLS towards an inject host and to speak TLS to the
+// real server (docs/network.md, TLS termination): the run CA (minted here; only its certificate
+// leaves netd, for the sandbox's trust bundle), one server context per inject host (its leaf minted
+// on first use, then cached), the upstream client context, the inject rules and their secrets.
+// Exists only when the policy has inject rules; one per netd process.
 #pragma once
 
 #include <map>

@@ -1,5 +1,5 @@
-// One connection to an inject host on the MITM path (network-design §4.6), from the allowed,
-// connected TCP pair to close:
+// One connection to an inject host on the MITM path (docs/network.md, TLS termination), from the
+// allowed, connected TCP pair to close:
 //   1. TLS to the pinned upstream address: SNI and host-name verification for the name, the
 //      peer verified against the host's store plus the policy's upstream CAs, ALPN http/1.1.
 //   2. TLS with the sandbox, presenting the run CA's leaf for the name (the ClientHello read

@@ -18,8 +18,8 @@ namespace sbx::netd {
 
 class MitmContext;
 
-// How long the first bytes of a connection on a peeked port may take (network-design §4.4),
-// and the request head on the proxy_env listener.
+// How long the first bytes of a connection on a peeked port (80, 443) may take, and the request
+// head on the proxy_env listener.
 inline constexpr double kPeekTimeoutSeconds = 5.0;
 
 // A policy's seconds (a double) as a timer's duration.

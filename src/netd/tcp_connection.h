@@ -1,13 +1,13 @@
-// One TCP connection the sandbox opened, from accept to close (network-design §4.5):
-// destination -> first bytes (ports 80/443, 5 s) -> decision -> one resolution of the name ->
-// connect to exactly one of the dialable addresses -> relay. Each step that refuses resets the
-// sandbox's socket (a denied plain-HTTP request on port 80 gets a 403 page instead, so an agent
-// can tell a block from an outage) and the connection's single audit record is written.
-// Connections to an inject host on port 443 take the MITM path (mitm_session.h) instead of the
-// relay; a plain-HTTP head on port 80 that carries an inject placeholder is refused. On a
-// connection whose first bytes were an HTTP request, every request is checked before it goes
-// upstream (http_request_stream.h): one whose Host is not the first's, or whose framing is
-// ambiguous, ends the connection with a 403 after the answers to the requests before it.
+// One TCP connection the sandbox opened, from accept to close (docs/network.md, Deciding a
+// connection): destination -> first bytes (ports 80/443, 5 s) -> decision -> one resolution of the
+// name -> connect to exactly one of the dialable addresses -> relay. Each step that refuses resets
+// the sandbox's socket (a denied plain-HTTP request on port 80 gets a 403 page instead, so an agent
+// can tell a block from an outage) and the connection's single audit record is written. Connections
+// to an inject host on port 443 take the MITM path (mitm_session.h) instead of the relay; a
+// plain-HTTP head on port 80 that carries an inject placeholder is refused. On a connection whose
+// first bytes were an HTTP request, every request is checked before it goes upstream
+// (http_request_stream.h): one whose Host is not the first's, or whose framing is ambiguous, ends
+// the connection with a 403 after the answers to the requests before it.
 //
 // A connection to the proxy_env listener (tcp_connection_proxy.cc) first reads the request
 // (proxy_request.h); its target is the destination, decided by the same steps. Every refusal

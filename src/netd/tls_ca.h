@@ -1,10 +1,10 @@
-// The per-run certificate authority that secret injection needs (network-design §4.6): sbx-netd
-// mints it when the run starts and sends only the certificate to the runner (for the sandbox's
-// trust bundle), so the key never leaves netd; netd then mints one leaf per inject host that
-// the sandbox's TLS clients accept. The CA's X.509 name constraints permit only the inject
-// hosts, so a leaked CA certificate or key cannot vouch for any other name. EC P-256, valid
-// from an hour ago for a day (clock skew between host and sandbox does not matter: they share
-// the kernel's clock).
+// The per-run certificate authority that secret injection needs (docs/network.md, TLS termination):
+// sbx-netd mints it when the run starts and sends only the certificate to the runner (for the
+// sandbox's trust bundle), so the key never leaves netd; netd then mints one leaf per inject host
+// that the sandbox's TLS clients accept. The CA's X.509 name constraints permit only the inject
+// hosts, so a leaked CA certificate or key cannot vouch for any other name. EC P-256, valid from an
+// hour ago for a day (clock skew between host and sandbox does not matter: they share the kernel's
+// clock).
 #pragma once
 
 #include <string>

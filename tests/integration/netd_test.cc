@@ -627,7 +627,7 @@ TEST_F(NetdTest, ServesDnsRelaysAllowedConnectionsDeniesOthersAndSummarizes) {
   EXPECT_NE(std::find(summary->denied_names.begin(), summary->denied_names.end(), "x9f2.evil.test"),
             summary->denied_names.end());
 
-  // The audit log: one JSON object per line, the fields of §4.8.
+  // The audit log: one JSON object per line, the fields of policies/SCHEMA.md.
   const auto records = ReadAuditLog(log_path_);
   ASSERT_EQ(records.size(), 14u);  // 8 queries, 6 connections
   for (size_t i = 0; i < records.size(); ++i) {

@@ -1,6 +1,6 @@
-// Network allowlist, names and connections (network-design.md §5): what an allowed name
-// reaches, and how IP literals, SNI/Host mismatches, ports and unknown names are refused.
-// Each probe runs first unsandboxed in T, where it reaches what the sandbox must not.
+// Network allowlist, names and connections (docs/testing.md, the small internet): what an allowed
+// name reaches, and how IP literals, SNI/Host mismatches, ports and unknown names are refused. Each
+// probe runs first unsandboxed in T, where it reaches what the sandbox must not.
 #include <string>
 
 #include "tests/integration/network_audit.h"

@@ -1,7 +1,7 @@
 // What the network tests assume about the audit log and the `network` object of
 // `sbx run --json`, kept in this one place so that a change of that contract is one edit.
 //
-// Assumed (docs: shared/notes/network-design.md 4.8 and issue #6):
+// Assumed (policies/SCHEMA.md, audit reasons; docs/network.md, the audit log):
 // - result.network = {mode, dns_queries, allowed, denied, denied_names, log_path, log_sha256};
 //   log_path names a JSON-lines file still present after the run; log_sha256 is its sha256.
 // - Each line: v, run, seq, ts, ev ("dns" | "conn"), decision ("allow" | "deny"), rule
@@ -15,8 +15,9 @@
 // - a plain-HTTP request denied after its head was read (no_rule, host_mismatch,
 //   internal_address) gets a 403 whose body says "policy"; any other denied TCP connection is
 //   reset (ECONNRESET), including limit_connections and every denial on 443;
-// - the audit-only listeners of §4.1 (22, 853, 8443 among them) accept and then reset, so a
-//   wrong port on an allowed name logs reason "port" instead of failing with ECONNREFUSED;
+// - the audit-only listeners of the per-port capture (22, 853, 8443 among them) accept and then
+//   reset, so a wrong port on an allowed name logs reason "port" instead of failing with
+//   ECONNREFUSED;
 // - max_connections counts the connections of the run (open or not); the probe holds all open.
 #pragma once
 

@@ -1,5 +1,6 @@
-// Network allowlist, ways around it (network-design.md §5): UDP and QUIC, DNS exfiltration
-// (over UDP and TCP), DNS over TLS and HTTPS, undoing the capture from inside, and the connection limit.
+// Network allowlist, ways around it (docs/network.md, Ways around it): UDP and QUIC, DNS
+// exfiltration (over UDP and TCP), DNS over TLS and HTTPS, undoing the capture from inside, and the
+// connection limit.
 #include <random>
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-// NET-29: if sbx-netd dies mid-run the run is killed at once (network_helper_died), never left
+// If sbx-netd dies mid-run the run is killed at once (network_helper_died), never left
 // running with its network policy unenforced, and nothing of it survives.
 #include <dirent.h>
 #include <gtest/gtest.h>

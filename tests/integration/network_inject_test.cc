@@ -1,4 +1,4 @@
-// Secret injection (network-design.md §4.6, NET-25..28): sbx-netd sets the real header on the
+// Secret injection (docs/network.md, TLS termination): sbx-netd sets the real header on the
 // verified TLS leg to an inject host, while the sandbox holds at most a placeholder; a
 // placeholder sent in the clear, an upstream that does not verify and a Host inside TLS that
 // is not the host are refused. Each probe runs first unsandboxed in T, where it works.

@@ -1,4 +1,4 @@
-// Network allowlist, internal addresses (network-design.md §5, NET-18 to NET-20): an allowed
+// Network allowlist, internal addresses (policies/SCHEMA.md, internal addresses): an allowed
 // name that resolves inside (10/8, link-local metadata, loopback), DNS rebinding, and internal
 // addresses spelled as IPv6.
 #include <string>

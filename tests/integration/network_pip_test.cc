@@ -1,4 +1,4 @@
-// NET-12 (network-design.md §5): pip installs a wheel from the small internet's package index
+// pip installs a wheel from the small internet's package index
 // (pypi.test, PEP 503 pages from tests/net/pypi_index.py) when the policy allows the index,
 // and fails at name resolution, with nothing sent to the index, when it does not. The control
 // runs the same pip install unsandboxed in T with the host's pip.

@@ -596,7 +596,7 @@ def netlink_request(protocol, msg_type, payload):
 
 
 def probe_privileged(args):
-    """What a workload with no capabilities tries, to undo the capture (NET-24). Each step
+    """What a workload with no capabilities tries, to undo the capture. Each step
     is harmless where it succeeds: the route and the nftables table it names do not exist."""
     out = {}
     # RTM_DELROUTE for "local 0.0.0.0/0 dev lo table local", the capture route itself.

@@ -1,5 +1,5 @@
-// Unit tests for sbx-netd's per-connection decision (network-design §4.5), with fake-address
-// destinations that only a sandbox's network namespace could produce for real.
+// Unit tests for sbx-netd's per-connection decision (docs/network.md, Deciding a connection), with
+// fake-address destinations that only a sandbox's network namespace could produce for real.
 #include "src/netd/connection_decision.h"
 
 #include <gtest/gtest.h>
