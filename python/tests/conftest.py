@@ -1,0 +1,121 @@
+"""Fixtures that run the real ``sbx serve`` binary ($SBX_BIN, default <repo>/build/sbx) on a
+temporary Unix socket, or on TCP with a token, for the package's tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON_DIR = os.path.dirname(HERE)
+REPO = os.path.dirname(PYTHON_DIR)
+sys.path.insert(0, PYTHON_DIR)
+
+import sbx  # noqa: E402  (after the path is set, so the tests use this tree's package)
+
+
+@dataclass
+class Server:
+    """A running server: its address, token (or None) and process."""
+
+    address: str
+    token: object
+    process: subprocess.Popen
+    log_path: str
+
+    def log(self) -> str:
+        with open(self.log_path, "rb") as log:
+            return log.read().decode("utf-8", "replace")
+
+
+def sbx_binary() -> str:
+    binary = os.environ.get("SBX_BIN") or os.path.join(REPO, "build", "sbx")
+    if not os.access(binary, os.X_OK):
+        pytest.fail(f"sbx binary {binary} not found: build it (tools/build.sh) or set $SBX_BIN")
+    return binary
+
+
+def _start(directory: str, listen: str, address: str, *args: str) -> Server:
+    """Starts ``sbx serve --listen LISTEN ARGS`` and waits until ``address`` answers."""
+    log_path = os.path.join(directory, "server.log")
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sbx_binary(), "serve", "--listen", listen, *args],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        )
+    token = None
+    if "--token-file" in args:
+        with open(args[args.index("--token-file") + 1]) as token_file:
+            token = token_file.read().strip()
+    server = Server(address, token, process, log_path)
+    client = sbx.Client(address, token=token, timeout=5)
+    deadline = time.monotonic() + 30
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"sbx serve exited with {process.returncode}:\n{server.log()}")
+        try:
+            client.health()
+            return server
+        except sbx.ConnectionFailed:
+            if time.monotonic() > deadline:
+                _stop(server)
+                pytest.fail(f"sbx serve did not answer in 30 s:\n{server.log()}")
+            time.sleep(0.05)
+
+
+def _stop(server: Server) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(30)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+        pytest.fail(f"sbx serve did not end within 30 s of SIGTERM:\n{server.log()}")
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    """The server on a Unix socket in a private temp dir."""
+    with tempfile.TemporaryDirectory(prefix="sbx-pytest-") as directory:
+        address = f"unix:{directory}/sbx.sock"
+        server = _start(directory, address, address)
+        yield server
+        _stop(server)
+
+
+@pytest.fixture(scope="session")
+def tcp_server() -> Iterator[Server]:
+    """The server on 127.0.0.1 with a token file."""
+    with tempfile.TemporaryDirectory(prefix="sbx-pytest-tcp-") as directory:
+        token_path = os.path.join(directory, "token")
+        with open(os.open(token_path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as token_file:
+            token_file.write(os.urandom(16).hex() + "\n")
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        server = _start(
+            directory, f"tcp:127.0.0.1:{port}", f"http://127.0.0.1:{port}",
+            "--token-file", token_path,
+        )
+        yield server
+        _stop(server)
+
+
+@pytest.fixture
+def client(server: Server) -> sbx.Client:
+    return sbx.Client(server.address)
+
+
+@pytest.fixture
+def session(client: sbx.Client) -> Iterator[sbx.Session]:
+    with client.session() as session:
+        yield session

@@ -1,0 +1,312 @@
+"""sbx.Client against the real server: every route, the error codes, files, tars, auth."""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import os
+import tarfile
+import threading
+import time
+
+import pytest
+
+import sbx
+
+
+def make_tar(members: dict[str, bytes], links: dict[str, str] = {}) -> bytes:
+    """A tar of regular files (and symlinks) with the given names."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in links.items():
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            tar.addfile(info)
+    return out.getvalue()
+
+
+def raw(server, method: str, path: str, body: bytes = b"", headers: dict = {}):
+    """One request with exactly the given headers: (status, parsed JSON or bytes)."""
+    if server.address.startswith("unix:"):
+        from sbx.transport import _UnixConnection
+
+        connection = _UnixConnection(server.address[len("unix:"):], 10)
+    else:
+        host, port = server.address[len("http://"):].split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    connection.request(method, path, body=body or None, headers=headers)
+    answer = connection.getresponse()
+    data = answer.read()
+    connection.close()
+    try:
+        return answer.status, json.loads(data)
+    except ValueError:
+        return answer.status, data
+
+
+# --- health, metrics, sessions ---------------------------------------------------------------
+
+
+def test_health_reports_status_sessions_and_enforcement(client):
+    health = client.health()
+    assert health["status"] == "ok"
+    assert health["version"]
+    assert {"active", "max"} <= set(health["sessions"])
+    assert {"size", "warm"} <= set(health["pool"])
+    assert "degraded" in health["enforcement"]
+
+
+def test_metrics_count_sessions_and_executions(client):
+    with client.session() as session:
+        session.execute("pass")
+    metrics = client.metrics()
+    assert "sbx_sessions_active" in metrics
+    assert "sbx_sessions_created_total" in metrics
+    assert 'sbx_executions_total{status="exited"}' in metrics
+
+
+def test_session_is_created_listed_fetched_and_deleted(client):
+    session = client.create_session(idle_timeout=120)
+    assert session.id.startswith("s-")
+    assert session.info.idle_timeout == 120
+    assert session.id in [s.id for s in client.sessions()]
+    assert client.get_session(session.id).id == session.id
+    session.close()
+    with pytest.raises(sbx.NotFound) as error:
+        client.get_session(session.id)
+    assert error.value.status == 404 and error.value.code == "not_found"
+    assert session.id not in [s.id for s in client.sessions()]
+    session.close()  # Closing twice is harmless.
+
+
+def test_session_files_and_env_are_staged(client):
+    files = {"data.csv": "a,b\n1,2\n", "bin/blob": bytes(range(256))}
+    with client.session(files=files, env={"SBX_TEST_NAME": "value 1"}) as session:
+        assert session.read_file("data.csv") == b"a,b\n1,2\n"
+        assert session.read_file("bin/blob") == bytes(range(256))
+        assert session.exec(shell="echo $SBX_TEST_NAME").stdout == "value 1\n"
+
+
+# --- execute ---------------------------------------------------------------------------------
+
+
+def test_execute_returns_output_and_keeps_state(session):
+    result = session.execute("x = 2**10\nprint(x)")
+    assert (result.status, result.exit_code) == ("exited", 0)
+    assert "1024" in result.stdout and "1024" in result.output
+    assert session.execute("print(x + 1)").stdout.strip() == "1025"
+    assert session.refresh().executions >= 2
+
+
+def test_execute_failure_is_a_result_with_the_error(session):
+    result = session.execute([
+        {"language": "python", "code": "1 / 0"},
+        {"language": "python", "code": "print('not reached')"},
+    ])
+    assert result.exit_code != 0
+    assert result.error is not None and result.error.type == "ZeroDivisionError"
+    assert "not reached" not in result.output
+    assert result.blocks_run == 1
+
+
+def test_execute_runs_shell_blocks_and_pairs(session):
+    result = session.execute([("bash", "echo from-bash"), ("python", "print('from-python')")])
+    assert result.exit_code == 0
+    assert "from-bash" in result.output and "from-python" in result.output
+
+
+def test_execute_timeout_ends_the_execution(session):
+    started = time.monotonic()
+    result = session.execute("import time\ntime.sleep(30)", timeout=1)
+    assert result.status == "timed_out"
+    assert time.monotonic() - started < 20
+    assert session.execute("print('alive')").stdout.strip() == "alive"
+
+
+def test_cancelling_an_execution_stops_it_and_the_session_goes_on(session):
+    cancel = sbx.Cancellation()
+    threading.Timer(1.0, cancel.cancel).start()
+    started = time.monotonic()
+    with pytest.raises(sbx.Cancelled):
+        session.execute("import time\ntime.sleep(30)\nopen('late.txt', 'w').write('x')", cancel=cancel)
+    assert time.monotonic() - started < 10
+    result = session.execute("print('after')")
+    assert result.stdout.strip() == "after"
+    assert result.state_lost
+    time.sleep(1)
+    with pytest.raises(sbx.NotFound):
+        session.read_file("late.txt")  # The cancelled code did not run on.
+
+
+def test_restart_gives_a_fresh_interpreter_and_keeps_files(session):
+    session.execute("y = 7\nopen('kept.txt', 'w').write('kept')")
+    session.restart()
+    assert session.execute("print(y)").error.type == "NameError"
+    assert session.read_file("kept.txt") == b"kept"
+
+
+# --- exec ------------------------------------------------------------------------------------
+
+
+def test_exec_argv_shell_and_stdin(session):
+    result = session.exec(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (result.exit_code, result.stdout, result.stderr) == (3, "out\n", "err\n")
+    assert session.exec(shell="echo a b | wc -w").stdout.strip() == "2"
+    assert session.exec(["cat"], stdin="typed input").stdout == "typed input"
+    assert session.exec(["wc", "-c"], stdin=b"\x00\xff\x01").stdout.strip() == "3"
+
+
+def test_exec_missing_program_is_127_and_timeout_124(session):
+    assert session.exec(["no-such-program-sbx"]).exit_code == 127
+    assert session.exec(["sleep", "30"], timeout=1).exit_code == 124
+
+
+def test_exec_needs_argv_or_shell(session):
+    with pytest.raises(ValueError):
+        session.exec()
+
+
+# --- files and workspace ---------------------------------------------------------------------
+
+
+def test_files_round_trip_bytes_and_nested_paths(session):
+    data = os.urandom(100_000)
+    assert session.write_file("deep/er/blob.bin", data) == {"path": "deep/er/blob.bin",
+                                                            "size": len(data)}
+    assert session.read_file("deep/er/blob.bin") == data
+    assert session.exec(["sha256sum", "deep/er/blob.bin"]).exit_code == 0
+    session.write_file("name with space.txt", "text")
+    assert session.read_file("name with space.txt") == b"text"
+
+
+def test_file_errors(session):
+    with pytest.raises(sbx.NotFound):
+        session.read_file("missing.txt")
+    for path in ("../outside", "a/../../outside", "/etc/passwd"):
+        with pytest.raises(sbx.InvalidPath) as error:
+            session.read_file(path)
+        assert error.value.status == 400
+    session.exec(["ln", "-s", "/etc/passwd", "link"])
+    assert session.exec(["test", "-L", "link"]).exit_code == 0
+    with pytest.raises(sbx.NotFound):
+        session.read_file("link")  # A symlink is never followed.
+
+
+def test_workspace_tar_round_trip(client, session):
+    session.write_file("a.txt", "alpha")
+    session.write_file("dir/b.bin", b"\x00beta")
+    archive = session.persist_workspace()
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        names = set(tar.getnames())
+    assert {"a.txt", "dir/b.bin"} <= {n.removeprefix("./") for n in names}
+    assert not any(n.startswith("/") or ".." in n.split("/") for n in names)
+    with client.session() as other:
+        other.hydrate_workspace(io.BytesIO(archive))
+        assert other.read_file("a.txt") == b"alpha"
+        assert other.read_file("dir/b.bin") == b"\x00beta"
+        with pytest.raises(sbx.Conflict):
+            other.hydrate_workspace(archive)
+
+
+@pytest.mark.parametrize("archive", [
+    make_tar({"../escape.txt": b"x"}),
+    make_tar({"/abs.txt": b"x"}),
+    make_tar({}, links={"link": "/etc/passwd"}),
+])
+def test_workspace_hydrate_rejects_unsafe_members(session, archive):
+    with pytest.raises(sbx.InvalidRequest) as error:
+        session.hydrate_workspace(archive)
+    assert error.value.status == 400
+    assert session.exec(["ls", "-A"]).stdout == ""  # Nothing was written.
+
+
+# --- errors and auth -------------------------------------------------------------------------
+
+
+def test_unknown_session_route_and_method(client, server):
+    with pytest.raises(sbx.NotFound):
+        client.get_session("s-0000000000000000")
+    with pytest.raises(sbx.NotFound):
+        client._transport.request("GET", "/v1/nothing-here")
+    with pytest.raises(sbx.MethodNotAllowed) as error:
+        client._transport.request("DELETE", "/v1/health")
+    assert error.value.status == 405
+
+
+def test_invalid_requests_name_the_field(client):
+    for body, field in ((b'{"bogus": 1}', "bogus"), (b'{"idle_timeout": "soon"}', "idle_timeout")):
+        with pytest.raises(sbx.InvalidRequest) as error:
+            client._transport.request("POST", "/v1/sessions", body)
+        assert error.value.code == "invalid" and error.value.status == 400
+        assert field in error.value.message
+    with pytest.raises(sbx.InvalidRequest):
+        client._transport.request("POST", "/v1/sessions", b"{not json")
+
+
+def test_tcp_needs_the_token(tcp_server):
+    assert sbx.Client(tcp_server.address, token=tcp_server.token).health()["status"] == "ok"
+    for token in (None, "wrong-token"):
+        with pytest.raises(sbx.Unauthorized) as error:
+            sbx.Client(tcp_server.address, token=token).health()
+        assert (error.value.status, error.value.code) == (401, "unauthorized")
+    for header in ({"Authorization": f"Bearer {tcp_server.token}"},
+                   {"X-Sbx-Token": tcp_server.token}):
+        assert raw(tcp_server, "GET", "/v1/health", headers=header)[0] == 200
+
+
+def test_tcp_session_works_end_to_end(tcp_server):
+    client = sbx.Client(tcp_server.address, token=tcp_server.token)
+    with client.session() as session:
+        assert session.execute("print(6 * 7)").stdout.strip() == "42"
+
+
+# --- addresses and the local server ----------------------------------------------------------
+
+
+def test_default_address_comes_from_sbx_url(server, monkeypatch):
+    monkeypatch.setenv("SBX_URL", server.address)
+    assert sbx.Client().health()["status"] == "ok"
+    monkeypatch.delenv("SBX_URL")
+    assert str(sbx.Client().address) == (
+        "unix:/run/sbx/sbx.sock" if os.geteuid() == 0
+        else f"unix:{os.environ.get('XDG_RUNTIME_DIR')}/sbx.sock"
+    )
+
+
+def test_bad_addresses_are_refused():
+    for address in ("tcp:1.2.3.4:5", "unix:", "ftp://host:1"):
+        with pytest.raises(sbx.SbxError) as error:
+            sbx.Client(address)
+        assert address in error.value.message
+
+
+def test_unreachable_server_is_connection_failed(tmp_path):
+    with pytest.raises(sbx.ConnectionFailed):
+        sbx.Client(f"unix:{tmp_path}/none.sock").health()
+
+
+def test_local_starts_a_private_server_and_stops_it():
+    from conftest import sbx_binary
+
+    client = sbx.Client.local(sbx_binary())
+    server = client._server
+    directory = os.path.dirname(str(client.address)[len("unix:"):])
+    assert os.stat(directory).st_mode & 0o777 == 0o700
+    with client, client.session() as session:
+        assert session.execute("print(2**10)").stdout.strip() == "1024"
+    assert server.process.returncode is not None
+    assert not os.path.exists(directory)
+
+
+def test_error_classes_follow_the_codes():
+    from sbx.errors import error_from_response
+
+    assert isinstance(error_from_response(400, "invalid_path", "m"), sbx.InvalidRequest)
+    assert type(error_from_response(429, "limit", "m")) is sbx.LimitReached
+    assert type(error_from_response(418, "brand_new", "m")) is sbx.SbxError
