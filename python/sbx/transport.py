@@ -188,7 +188,13 @@ class Transport:
             connection.connect()
             if cancel is not None:
                 cancel._attach(connection.sock)
-            connection.request(method, self.address.prefix + path, body=body, headers=headers)
+            try:
+                connection.request(method, self.address.prefix + path, body=body, headers=headers)
+            except (BrokenPipeError, ConnectionResetError):
+                # The server may answer (413, 401) and close before reading the whole body;
+                # its answer is then still waiting to be read.
+                if cancel is not None and cancel.cancelled:
+                    raise
             answer = connection.getresponse()
             data = answer.read()
             response = Response(

@@ -249,6 +249,12 @@ def test_invalid_requests_name_the_field(client):
         client._transport.request("POST", "/v1/sessions", b"{not json")
 
 
+def test_oversized_json_body_is_413(client):
+    with pytest.raises(sbx.TooLarge) as error:
+        client.create_session(files={"big.txt": "x" * (65 << 20)})
+    assert (error.value.status, error.value.code) == (413, "too_large")
+
+
 def test_tcp_needs_the_token(tcp_server):
     assert sbx.Client(tcp_server.address, token=tcp_server.token).health()["status"] == "ok"
     for token in (None, "wrong-token"):
