@@ -1,10 +1,11 @@
 #!/bin/bash
 # The whole test suite, as README.md's quick start and CI run it, on a fresh Debian 12 machine:
 #   1. install missing Debian packages; 2. build; 3. build the image unless cached;
-#   4. unit tests; 5. integration tests (real sandboxes); 6. numpy's, pandas' and matplotlib's
-#   own test suites in the sandbox against the host; 7. unit tests again under
-#   AddressSanitizer + UndefinedBehaviorSanitizer; 8. the cgroup v2 tests in a qemu VM
-#   (this host is cgroup v1 hybrid); 9. every fuzz target for a few seconds from its seed
+#   4. unit tests; 5. integration tests (real sandboxes); 6. the Python package's tests against
+#   `sbx serve` (tests/python_suite.sh); 7. numpy's, pandas' and matplotlib's
+#   own test suites in the sandbox against the host; 8. unit tests again under
+#   AddressSanitizer + UndefinedBehaviorSanitizer; 9. the cgroup v2 tests in a qemu VM
+#   (this host is cgroup v1 hybrid); 10. every fuzz target for a few seconds from its seed
 #   corpus (tools/fuzz.sh; the seeds include each crash ever found). Every step must pass; the
 #   first failure stops the run.
 # Every skipped GoogleTest test is printed with its reason, and a skip that
@@ -58,6 +59,8 @@ step "unit tests"
 gtest "unit tests" build/tests/sbx_unit_tests
 step "integration tests (real namespaces, seccomp, cgroups, the image's Python)"
 gtest "integration tests" build/tests/sbx_integration_tests
+step "the Python package (python/tests, pytest) against sbx serve"
+tests/python_suite.sh --totals "$totals"
 step "the libraries' own test suites: sandbox vs host, test by test (issue 3's proof)"
 tests/library_suites.sh --totals "$totals"
 step "unit tests under ASan + UBSan"
