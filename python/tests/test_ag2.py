@@ -119,3 +119,13 @@ def test_default_client_comes_from_sbx_url(server, monkeypatch):
     with SbxCodeExecutor() as executor:
         assert executor.execute_code_blocks([CodeBlock("print(1)", "python")]).exit_code == 0
     assert isinstance(executor._client, sbx.Client)
+
+
+def test_result_fields_never_report_success_for_an_unfinished_execution():
+    from sbx._adapter import result_fields
+    from sbx.results import ExecuteResult
+
+    assert result_fields(ExecuteResult(status="exited", exit_code=0, output="ok")) == (0, "ok")
+    timed_out = result_fields(ExecuteResult(status="timed_out", exit_code=0, output=""))
+    assert timed_out == (124, "\n[sbx: execution timed out]")
+    assert result_fields(ExecuteResult(status="oom_killed", exit_code=0, output=""))[0] == 1
