@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -45,7 +45,8 @@ def sbx_binary() -> str:
 
 def _start(directory: str, listen: str, address: str, *args: str) -> Server:
     """Starts ``sbx serve --listen LISTEN ARGS`` and waits until ``address`` answers."""
-    log_path = os.path.join(directory, "server.log")
+    log_fd, log_path = tempfile.mkstemp(suffix=".log", dir=directory)
+    os.close(log_fd)
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [sbx_binary(), "serve", "--listen", listen, *args],
@@ -91,23 +92,46 @@ def server() -> Iterator[Server]:
         _stop(server)
 
 
+def _token_file(directory: str) -> str:
+    fd, path = tempfile.mkstemp(prefix="token-", dir=directory)  # Mode 0600.
+    with open(fd, "w") as token_file:
+        token_file.write(os.urandom(16).hex() + "\n")
+    return path
+
+
 @pytest.fixture(scope="session")
 def tcp_server() -> Iterator[Server]:
     """The server on 127.0.0.1 with a token file."""
     with tempfile.TemporaryDirectory(prefix="sbx-pytest-tcp-") as directory:
-        token_path = os.path.join(directory, "token")
-        with open(os.open(token_path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as token_file:
-            token_file.write(os.urandom(16).hex() + "\n")
         probe = socket.socket()
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
         probe.close()
         server = _start(
             directory, f"tcp:127.0.0.1:{port}", f"http://127.0.0.1:{port}",
-            "--token-file", token_path,
+            "--token-file", _token_file(directory),
         )
         yield server
         _stop(server)
+
+
+@pytest.fixture
+def unix_server() -> Iterator[Callable[..., Server]]:
+    """Starts servers on private Unix sockets with extra arguments (``token=True`` adds a token
+    file); stops them after the test."""
+    started = []
+    with tempfile.TemporaryDirectory(prefix="sbx-pytest-extra-") as directory:
+
+        def start(*args: str, token: bool = False) -> Server:
+            path = os.path.join(directory, f"{len(started)}.sock")
+            if token:
+                args = (*args, "--token-file", _token_file(directory))
+            started.append(_start(directory, f"unix:{path}", f"unix:{path}", *args))
+            return started[-1]
+
+        yield start
+        for server in started:
+            _stop(server)
 
 
 @pytest.fixture

@@ -159,7 +159,9 @@ def test_exec_argv_shell_and_stdin(session):
     assert (result.exit_code, result.stdout, result.stderr) == (3, "out\n", "err\n")
     assert session.exec(shell="echo a b | wc -w").stdout.strip() == "2"
     assert session.exec(["cat"], stdin="typed input").stdout == "typed input"
-    assert session.exec(["wc", "-c"], stdin=b"\x00\xff\x01").stdout.strip() == "3"
+    for data in (b"\x00\xff\x01", b"\x00\xff", b"\xfb"):  # Base64 with 0, 2 and 1 "=".
+        assert session.exec(["od", "-An", "-tx1"], stdin=data).stdout.split() == [
+            f"{byte:02x}" for byte in data]
 
 
 def test_exec_missing_program_is_127_and_timeout_124(session):
@@ -249,6 +251,34 @@ def test_invalid_requests_name_the_field(client):
         client._transport.request("POST", "/v1/sessions", b"{not json")
 
 
+def test_policies_may_only_tighten_the_servers(client):
+    with pytest.raises(sbx.PermissionDenied) as error:
+        client.create_session(policy={"limits": {"memory": "4G"}})
+    assert error.value.status == 403 and "limits.memory" in error.value.message
+    with client.session(policy={"limits": {"memory": "256M"}}) as session:
+        assert session.execute("print('tight')").stdout.strip() == "tight"
+
+
+def test_max_sessions_is_429_with_retry_after(unix_server):
+    client = sbx.Client(unix_server("--max-sessions", "1", "--pool", "0").address)
+    with client.session():
+        with pytest.raises(sbx.LimitReached) as error:
+            client.create_session()
+        assert (error.value.status, error.value.code) == (429, "limit")
+        assert error.value.retry_after is not None and error.value.retry_after > 0
+    client.create_session().close()  # The slot is free again.
+
+
+def test_unknown_session_subroute_is_404(session):
+    with pytest.raises(sbx.NotFound):
+        session.client._transport.request("GET", f"/v1/sessions/{session.id}/nothing-here")
+
+
+def test_oversized_head_is_413(server):
+    status, answer = raw(server, "GET", "/v1/health", headers={"X-Big": "a" * 20_000})
+    assert (status, answer["error"]["code"]) == (413, "too_large")
+
+
 def test_oversized_json_body_is_413(client):
     with pytest.raises(sbx.TooLarge) as error:
         client.create_session(files={"big.txt": "x" * (65 << 20)})
@@ -264,6 +294,18 @@ def test_tcp_needs_the_token(tcp_server):
     for header in ({"Authorization": f"Bearer {tcp_server.token}"},
                    {"X-Sbx-Token": tcp_server.token}):
         assert raw(tcp_server, "GET", "/v1/health", headers=header)[0] == 200
+
+
+def test_a_token_file_guards_the_unix_socket_too(unix_server):
+    server = unix_server(token=True)
+    with pytest.raises(sbx.Unauthorized):
+        sbx.Client(server.address).health()
+    assert sbx.Client(server.address, token=server.token).health()["status"] == "ok"
+
+
+def test_unix_socket_is_private(server):
+    path = server.address[len("unix:"):]
+    assert os.stat(path).st_mode & 0o777 == 0o600
 
 
 def test_tcp_session_works_end_to_end(tcp_server):
