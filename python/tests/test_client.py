@@ -6,6 +6,7 @@ import http.client
 import io
 import json
 import os
+import subprocess
 import tarfile
 import threading
 import time
@@ -301,6 +302,16 @@ def test_a_token_file_guards_the_unix_socket_too(unix_server):
     with pytest.raises(sbx.Unauthorized):
         sbx.Client(server.address).health()
     assert sbx.Client(server.address, token=server.token).health()["status"] == "ok"
+
+
+def test_a_second_server_on_a_live_socket_is_refused_and_harmless(unix_server):
+    from conftest import sbx_binary
+
+    first = unix_server()
+    second = subprocess.run([sbx_binary(), "serve", "--listen", first.address],
+                            capture_output=True, text=True, timeout=60)
+    assert second.returncode != 0 and "another server" in second.stderr
+    assert sbx.Client(first.address).health()["status"] == "ok"
 
 
 def test_unix_socket_is_private(server):
