@@ -45,12 +45,15 @@ import sys
 import xml.etree.ElementTree as tree
 suite = tree.parse(sys.argv[1]).getroot()
 suite = suite.find("testsuite") if suite.tag == "testsuites" else suite
-total, failed, errors, skipped = (int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped"))
+total, failed, errors, skipped = (
+    int(suite.get(key, 0)) for key in ("tests", "failures", "errors", "skipped"))
 print(total - failed - errors - skipped, failed + errors, skipped)
 PY
 )
 read -r passed failed skipped <<<"$counts"
-[[ -n $totals ]] && printf 'python package\t%s\t%s\t%s\t0\n' "$passed" "$failed" "$skipped" >>"$totals"
+if [[ -n $totals ]]; then
+  printf 'python package\t%s\t%s\t%s\t0\n' "$passed" "$failed" "$skipped" >>"$totals"
+fi
 if ((status == 5 || passed == 0)); then
   echo "python suite: pytest collected or passed nothing" >&2
   exit 1

@@ -40,7 +40,8 @@ def write_under(root: str, path: str, data: bytes) -> str:
             fd = os.open(parts[-1], file_flags | os.O_NONBLOCK, 0o644, dir_fd=directory)
         except OSError as error:
             if error.errno == errno.ELOOP:
-                raise OSError(error.errno, f"{path}: is a symlink in {root}; not replaced") from None
+                message = f"{path}: is a symlink in {root}; not replaced"
+                raise OSError(error.errno, message) from None
             raise
         with os.fdopen(fd, "wb") as out:
             if not stat.S_ISREG(os.fstat(out.fileno()).st_mode):

@@ -128,8 +128,10 @@ class Session:
     def write_file(self, path: str, data: Union[bytes, str]) -> dict:
         """Writes a workspace file, creating parent directories; returns ``{"path", "size"}``."""
         body = data.encode() if isinstance(data, str) else bytes(data)
-        transport = self.client._transport
-        return transport.request("PUT", self._file_path(path), body, "application/octet-stream").json()
+        answer = self.client._transport.request(
+            "PUT", self._file_path(path), body, "application/octet-stream"
+        )
+        return answer.json()
 
     def persist_workspace(self) -> bytes:
         """The workspace as a tar (regular files and directories, workspace-relative names).

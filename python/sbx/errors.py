@@ -37,7 +37,8 @@ class Unauthorized(SbxError):
 
 
 class PermissionDenied(SbxError):
-    """403 ``permission_denied``: a peer that may not connect, or a policy looser than the server's."""
+    """403 ``permission_denied``: a peer that may not connect, or a looser policy than the
+    server's."""
 
 
 class NotFound(SbxError):
@@ -57,7 +58,8 @@ class TooLarge(SbxError):
 
 
 class LimitReached(SbxError):
-    """429 ``limit``: ``--max-sessions`` reached; ``retry_after`` is the server's hint in seconds."""
+    """429 ``limit``: ``--max-sessions`` reached; ``retry_after`` is the server's hint, in
+    seconds."""
 
     retry_after: Optional[float] = None
 

@@ -39,7 +39,9 @@ class LocalServer:
         atexit.register(self.stop)
 
     @classmethod
-    def start(cls, sbx_binary: Optional[str] = None, extra_args: Sequence[str] = ()) -> "LocalServer":
+    def start(
+        cls, sbx_binary: Optional[str] = None, extra_args: Sequence[str] = ()
+    ) -> "LocalServer":
         """Starts the server and waits until it answers ``GET /v1/health``."""
         binary = find_sbx_binary(sbx_binary)
         directory = tempfile.mkdtemp(prefix="sbx-local-")  # mkdtemp creates it 0700.

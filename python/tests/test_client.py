@@ -135,7 +135,8 @@ def test_cancelling_an_execution_stops_it_and_the_session_goes_on(session):
     threading.Timer(1.0, cancel.cancel).start()
     started = time.monotonic()
     with pytest.raises(sbx.Cancelled):
-        session.execute("import time\ntime.sleep(30)\nopen('late.txt', 'w').write('x')", cancel=cancel)
+        code = "import time\ntime.sleep(30)\nopen('late.txt', 'w').write('x')"
+        session.execute(code, cancel=cancel)
     assert time.monotonic() - started < 10
     result = session.execute("print('after')")
     assert result.stdout.strip() == "after"

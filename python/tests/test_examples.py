@@ -18,7 +18,8 @@ EXPECTED = {
 
 
 def test_every_example_is_tested():
-    assert sorted(n for n in os.listdir(os.path.join(PYTHON_DIR, "examples")) if n.endswith(".py")) == sorted(EXPECTED)
+    names = os.listdir(os.path.join(PYTHON_DIR, "examples"))
+    assert sorted(n for n in names if n.endswith(".py")) == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
