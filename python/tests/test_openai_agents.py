@@ -11,6 +11,7 @@ import pytest
 
 from sbx.openai_agents import (
     ExecResult,
+    ExecTimeoutError,
     SbxSandboxClient,
     SbxSandboxClientOptions,
     SbxSandboxSession,
@@ -50,6 +51,19 @@ def test_exec_read_write_and_delete(client):
     assert result == ExecResult(stdout=b"staged", stderr=b"err\n", exit_code=3)
     assert read_back == b"\x00new"
     assert running_before and not running_after
+
+
+def test_exec_timeout_raises_exec_timeout_error(client):
+    async def main():
+        sandboxes = SbxSandboxClient(client)
+        session = await sandboxes.create(options=SbxSandboxClientOptions())
+        try:
+            with pytest.raises(ExecTimeoutError):
+                await session.exec("sleep", "30", timeout=1)
+        finally:
+            await sandboxes.delete(session)
+
+    run(main())
 
 
 def test_snapshot_hydrates_a_new_session(client):
