@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import http.client
 import io
 import json
@@ -70,6 +71,8 @@ def test_metrics_count_sessions_and_executions(client):
     assert "sbx_sessions_active" in metrics
     assert "sbx_sessions_created_total" in metrics
     assert 'sbx_executions_total{status="exited"}' in metrics
+    assert "sbx_execution_seconds_bucket" in metrics
+    assert "sbx_http_requests_total" in metrics
 
 
 def test_session_is_created_listed_fetched_and_deleted(client):
@@ -103,6 +106,28 @@ def test_execute_returns_output_and_keeps_state(session):
     assert "1024" in result.stdout and "1024" in result.output
     assert session.execute("print(x + 1)").stdout.strip() == "1025"
     assert session.refresh().executions >= 2
+
+
+def test_execute_returns_a_trailing_value_and_figures(session):
+    result = session.execute("import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\n6 * 7")
+    assert result.exit_code == 0, result.output
+    assert "42" in str(result.value)
+    assert result.images
+    assert base64.b64decode(result.images[0].png_base64).startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_concurrent_requests_to_one_session_are_neither_lost_nor_mixed(session):
+    results = {}
+
+    def run(n: int) -> None:
+        results[n] = session.execute(f"import time\ntime.sleep(0.1)\nprint('run', {n})")
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert {n: r.stdout for n, r in results.items()} == {n: f"run {n}\n" for n in range(6)}
 
 
 def test_execute_failure_is_a_result_with_the_error(session):
