@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -15,6 +17,16 @@ from .transport import Address, Transport
 
 _START_SECONDS = 30.0
 _STOP_SECONDS = 30.0
+_PR_SET_PDEATHSIG = 1
+
+
+def stop_with_parent() -> None:
+    """In a child between fork and exec: SIGTERM it when its parent dies, so a server started
+    by a process that is killed (atexit never runs) still drains and ends."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass  # Not Linux: the server then outlives a killed parent.
 
 
 def find_sbx_binary(sbx_binary: Optional[str] = None) -> str:
@@ -53,6 +65,7 @@ class LocalServer:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                preexec_fn=stop_with_parent,
             )
         server = cls(process, directory, address)
         server._wait_until_ready()

@@ -20,6 +20,7 @@ REPO = os.path.dirname(PYTHON_DIR)
 sys.path.insert(0, PYTHON_DIR)
 
 import sbx  # noqa: E402  (after the path is set, so the tests use this tree's package)
+from sbx.local import stop_with_parent  # noqa: E402
 
 
 @dataclass
@@ -51,6 +52,7 @@ def _start(directory: str, listen: str, address: str, *args: str) -> Server:
         process = subprocess.Popen(
             [sbx_binary(), "serve", "--listen", listen, *args],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            preexec_fn=stop_with_parent,
         )
     token = None
     if "--token-file" in args:

@@ -7,7 +7,9 @@ import http.client
 import io
 import json
 import os
+import shutil
 import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -387,6 +389,25 @@ def test_local_starts_a_private_server_and_stops_it():
         assert session.execute("print(2**10)").stdout.strip() == "1024"
     assert server.process.returncode is not None
     assert not os.path.exists(directory)
+
+
+def test_local_server_ends_when_its_parent_is_killed(tmp_path):
+    from conftest import PYTHON_DIR, sbx_binary
+
+    script = ("import os, sbx\nclient = sbx.Client.local(%r)\n"
+              "print(client._server.process.pid, client._server.directory, flush=True)\n"
+              "os.kill(os.getpid(), 9)\n" % sbx_binary())
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=PYTHON_DIR), timeout=60)
+    pid, directory = done.stdout.split()
+    deadline = time.monotonic() + 35
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = os.path.exists(f"/proc/{pid}") and "sbx" in open(f"/proc/{pid}/cmdline").read()
+    if alive:
+        os.kill(int(pid), 15)
+    shutil.rmtree(directory, ignore_errors=True)  # The killed parent could not remove it.
+    assert not alive
 
 
 def test_error_classes_follow_the_codes():
