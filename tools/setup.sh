@@ -17,6 +17,8 @@ packages=(
   iproute2 openssl
   # the host side of the differential tests (the same Python stack as the image)
   python3 python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pytest
+  # the Python package's offline install test (tests/python_suite.sh: a venv, pip from Debian)
+  python3-venv
   # numpy's and pandas' own test suites import hypothesis (tests/library_suites.sh copies it
   # into the workspace for the sandbox side)
   python3-hypothesis python3-sortedcontainers

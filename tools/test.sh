@@ -1,11 +1,12 @@
 #!/bin/bash
 # The whole test suite, as README.md's quick start and CI run it, on a fresh Debian 12 machine:
 #   1. install missing Debian packages; 2. build; 3. build the image unless cached;
-#   4. unit tests; 5. integration tests (real sandboxes); 5b. the server (`sbx serve`) and the
-#   Python package, with pytest against the real server; 6. numpy's, pandas' and matplotlib's
-#   own test suites in the sandbox against the host; 7. unit tests again under
-#   AddressSanitizer + UndefinedBehaviorSanitizer; 8. the cgroup v2 tests in a qemu VM
-#   (this host is cgroup v1 hybrid); 9. every fuzz target for a few seconds from its seed
+#   4. unit tests; 5. integration tests (real sandboxes); 6. the server (`sbx serve`), its wire
+#   protocol with pytest against the real server (tests/server_suite.sh); 7. the Python package
+#   against it (tests/python_suite.sh); 8. numpy's, pandas' and matplotlib's own test suites in
+#   the sandbox against the host; 9. unit tests again under AddressSanitizer +
+#   UndefinedBehaviorSanitizer; 10. the cgroup v2 tests in a qemu VM (this host is cgroup v1
+#   hybrid); 11. every fuzz target for a few seconds from its seed
 #   corpus (tools/fuzz.sh; the seeds include each crash ever found). Every step must pass; the
 #   first failure stops the run.
 # Every skipped GoogleTest test is printed with its reason, and a skip that
@@ -59,12 +60,14 @@ step "unit tests"
 gtest "unit tests" build/tests/sbx_unit_tests
 step "integration tests (real namespaces, seccomp, cgroups, the image's Python)"
 gtest "integration tests" build/tests/sbx_integration_tests
-step "the server and the Python package (pytest against a real sbx serve)"
+step "the server (tests/server, pytest) against a real sbx serve"
 server_status=0
 tests/server_suite.sh "$reports/server.xml" || server_status=$?
-python3 tests/gtest_report.py --label "server + Python package" --expected "$expected_skips" \
+python3 tests/gtest_report.py --label "server" --expected "$expected_skips" \
   --totals "$totals" "$reports/server.xml" || server_status=$((server_status ? server_status : 1))
 ((server_status == 0)) || exit "$server_status"
+step "the Python package (python/tests, pytest) against sbx serve"
+tests/python_suite.sh --totals "$totals"
 step "the libraries' own test suites: sandbox vs host, test by test"
 tests/library_suites.sh --totals "$totals"
 step "unit tests under ASan + UBSan"
