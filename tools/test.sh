@@ -7,8 +7,9 @@
 #   the sandbox against the host; 9. unit tests again under AddressSanitizer +
 #   UndefinedBehaviorSanitizer; 10. the cgroup v2 tests in a qemu VM (this host is cgroup v1
 #   hybrid); 11. every fuzz target for a few seconds from its seed
-#   corpus (tools/fuzz.sh; the seeds include each crash ever found). Every step must pass; the
-#   first failure stops the run.
+#   corpus (tools/fuzz.sh; the seeds include each crash ever found); 12. a soak of 300 mixed
+#   runs through sbx run and sbx serve that must leave nothing behind (tools/soak.sh). Every
+#   step must pass; the first failure stops the run.
 # Every skipped GoogleTest test is printed with its reason, and a skip that
 # tests/expected_skips/host.txt (the VM: cgroup2_vm.txt) does not list fails its step. The run
 # ends with "N passed, M failed, K skipped" over all of them, also when a step failed.
@@ -83,4 +84,6 @@ sed -n 's/^sbx-totals\t//p' "$reports/vm.log" >>"$totals"
 ((vm_status == 0)) || exit "$vm_status"
 step "fuzz smoke: each libFuzzer target for 3 s (clang, ASan + UBSan)"
 tools/fuzz.sh 3
+step "soak: 300 mixed runs through sbx run and sbx serve, then nothing may be left"
+tools/soak.sh 300
 step "all tests passed"
