@@ -134,6 +134,9 @@ def run_batch(ctx, kinds, jobs, tally, failures, deadline=None):
             with lock:
                 tally[kind][0] += 1
                 tally[kind][1] += time.monotonic() - started
+                done = sum(t[0] for t in tally.values())
+                if done % 1000 == 0:
+                    print(f"soak: {done} runs, {len(failures)} failed", flush=True)
                 if error:
                     tally[kind][2] += 1
                     failures.append((kind, error))

@@ -3,21 +3,20 @@ namespaces, veths and sbx's temp dirs, and the differences between two snapshots
 
 Other people's sbx runs may share the machine, so a leak is attributed: a process counts when it
 is new since the baseline, looks like part of a sandbox (a soak marker in its command line,
-sbx-init, sbx-netd, the pool's zygote, the session driver) and no live sbx runner is among its
-ancestors (an orphan); cgroups and workspaces carry their runner's pid in their names
-(`sbx-<pid>-<run>`, `ws-<pid>-XXXXXX`) and count when that pid was one of the soak's runners.
+sbx-init, sbx-netd, the pool's zygote, the session driver) and its nearest ancestor outside
+the sandbox is where orphans go (pid 1 or an ancestor of the soak), not a live runner; cgroups
+and workspaces carry their runner's pid in their names (`sbx-<pid>-<run>`, `ws-<pid>-XXXXXX`)
+and count when that pid was one of the soak's runners and is gone or was reused since (pids
+wrap: 10,000 runs go round a pid_max of 32768 several times).
 """
 import os
 import re
 import subprocess
 
 SANDBOX_NAMES = ("sbx-init", "sbx-netd", "zygote.py", "session_driver.py")
-RUNNER_COMMS = ("sbx", "sbx-serve")
 CGROUP_ROOT = "/sys/fs/cgroup"
 CGROUP_NAME = re.compile(r"^sbx-(\d+)-")
 WORKSPACE_NAME = re.compile(r"^ws-(\d+)-")
-# What sbx itself creates in /tmp: audit logs and their session directories, a user's state.
-SBX_TEMP_NAME = re.compile(r"^sbx-(network-.*|\d+)$")
 
 
 def _read(path, mode="r"):
@@ -50,15 +49,46 @@ def live_with(marker, table=None):
     return [pid for pid, (_, state, _, cmd) in table.items() if marker in cmd and state != "Z"]
 
 
-def _has_live_runner(pid, table):
-    seen = set()
-    while pid in table and pid not in seen and pid > 1:
-        seen.add(pid)
-        ppid, state, comm, _ = table[pid]
-        if comm in RUNNER_COMMS and state != "Z":
-            return True
-        pid = ppid
-    return False
+def _ancestors(pid, table):
+    chain = []
+    while pid in table and pid not in chain and pid > 0:
+        chain.append(pid)
+        pid = table[pid][0]
+    return chain
+
+
+def _orphaned(pid, table, markers_prefix):
+    """True when the nearest ancestor that is not part of a sandbox is pid 1 or one of the
+    soak's own ancestors (where a dead runner's children go), not a live runner (of anyone:
+    other people's tests run sandboxes from their own binaries)."""
+    mine = set(_ancestors(os.getpid(), table)) | {1}
+    for ancestor in _ancestors(pid, table)[1:]:
+        _, _, comm, cmd = table[ancestor]
+        if not _is_sandbox_process(comm, cmd, markers_prefix):
+            return ancestor in mine
+    return True
+
+
+def _started_after(path, pid):
+    """True when process `pid` started after `path` was last changed: the pid was reused, and
+    what is named after it belongs to whoever had it before."""
+    stat = _read(f"/proc/{pid}/stat")
+    boot = next((int(line.split()[1]) for line in (_read("/proc/stat") or "").splitlines()
+                 if line.startswith("btime ")), None)
+    if stat is None or boot is None:
+        return False
+    started = boot + int(stat[stat.rindex(")") + 2:].split()[19]) / os.sysconf("SC_CLK_TCK")
+    try:
+        return os.stat(path).st_mtime < started
+    except OSError:
+        return False
+
+
+def _named_after_runners(found, runner_pids):
+    """Cgroups or workspaces named after one of the soak's runners: the runner is gone, or its
+    pid now belongs to a process that started after the directory last changed."""
+    return [path for path, pid in found if pid in runner_pids
+            and (not os.path.exists(f"/proc/{pid}") or _started_after(path, pid))]
 
 
 def _is_sandbox_process(comm, cmdline, markers_prefix):
@@ -119,7 +149,7 @@ def snapshot():
         "veths": None if veths is None else {v.split(":")[1].strip() for v in veths},
         "tmp": {n for n in os.listdir("/tmp") if n.startswith("sbx-")},
         "cgroups": {path for path, _ in _sbx_cgroups()},
-        "net_inodes": set(_net_namespaces(processes(), set(), b"\0")),
+        "net_inodes": set(_net_namespaces(processes(), b"\0")),
     }
 
 
@@ -132,11 +162,10 @@ def leaks(baseline, runner_pids, markers_prefix):
     for pid, (ppid, state, comm, cmd) in table.items():
         if pid in baseline["pids"] or state == "Z":
             continue
-        ours = _is_sandbox_process(comm, cmd, markers_prefix)
-        if ours and not _has_live_runner(pid, table):
+        if _is_sandbox_process(comm, cmd, markers_prefix) and _orphaned(pid, table, markers_prefix):
             orphans.append(f"pid {pid} (parent {ppid}, {comm}): "
                            + cmd.replace(b"\0", b" ").decode(errors="replace")[:120])
-    held = _net_namespaces(table, runner_pids, markers_prefix)
+    held = _net_namespaces(table, markers_prefix)
     new_tmp = sorted(now["tmp"] - baseline["tmp"])
     result = {
         "network namespaces held by sbx's processes or mounts":
@@ -145,17 +174,14 @@ def leaks(baseline, runner_pids, markers_prefix):
         "processes (sandboxes, sbx-init, zygote, markers)":
             [o for o in orphans if "sbx-netd" not in o],
         "sbx-netd": [o for o in orphans if "sbx-netd" in o],
-        "cgroups (sbx-<runner>-*)":
-            [path for path, pid in _sbx_cgroups() if pid in runner_pids],
-        "workspaces (ws-<runner>-*)":
-            [path for path, pid in _workspaces() if pid in runner_pids],
-        "temp dirs (/tmp/sbx-network-*, /tmp/sbx-<uid>)":
-            [n for n in new_tmp if SBX_TEMP_NAME.match(n)],
+        "cgroups (sbx-<runner>-*)": _named_after_runners(_sbx_cgroups(), runner_pids),
+        "workspaces (ws-<runner>-*)": _named_after_runners(_workspaces(), runner_pids),
     }
     # sbx names no namespace and creates no veth: a new one is another tool's on a shared host
     # (--shared-host makes these notes), and a leak on a host where only the soak runs; so are
-    # /tmp/sbx-* names that sbx does not make (the test suites' own).
-    host = {"temp dirs (/tmp/sbx-*, not sbx's)": [n for n in new_tmp if not SBX_TEMP_NAME.match(n)]}
+    # new /tmp/sbx-* entries, which carry no runner pid (another run's audit log, a test's dir;
+    # the soak writes its own audit logs in its own directory).
+    host = {"temp dirs (/tmp/sbx-*)": new_tmp}
     for key, label in (("netns", "named network namespaces"), ("veths", "veths")):
         if now[key] is None or baseline[key] is None:
             host[label] = ["cannot list (ip failed)"]
@@ -170,7 +196,7 @@ def leaks(baseline, runner_pids, markers_prefix):
     return result, host, foreign
 
 
-def _net_namespaces(table, runner_pids, markers_prefix):
+def _net_namespaces(table, markers_prefix):
     """{inode: ([holders], held by sbx)}: every net namespace a process is in or holds an fd
     to, or a mount pins; the soak's own (the host's) is left out."""
     host_ns = os.readlink("/proc/self/ns/net")
@@ -183,8 +209,8 @@ def _net_namespaces(table, runner_pids, markers_prefix):
             held[link[5:-1]] = (holders, was_ours or ours)
 
     for pid, (_, state, comm, cmd) in table.items():
-        ours = pid in runner_pids or (_is_sandbox_process(comm, cmd, markers_prefix)
-                                      and not _has_live_runner(pid, table))
+        ours = _is_sandbox_process(comm, cmd, markers_prefix) and _orphaned(pid, table,
+                                                                            markers_prefix)
         try:
             add(os.readlink(f"/proc/{pid}/ns/net"), f"pid {pid} ({comm})", ours)
             for fd in os.listdir(f"/proc/{pid}/fd"):
