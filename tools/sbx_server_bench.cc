@@ -34,6 +34,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,6 +74,22 @@ double Quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
+}
+
+// CPU time of a whole process (all its threads, live and ended), from /proc/PID/stat.
+double ProcessCpuMs(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  size_t after_name = stat.rfind(')');
+  if (after_name == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(after_name + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {  // fields 14 and 15: utime, stime
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) * 1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 std::string LoadAverage() {
@@ -324,8 +341,13 @@ Result<Latency> MeasureLatency(ServerSide& server, SessionExecutor& in_process, 
   return latency;
 }
 
+struct Rate {
+  double per_second;
+  long executions;
+};
+
 // Executions per second of `workers` threads, each calling its `execute` until the deadline.
-Result<double> MeasureRate(std::vector<std::function<Result<void>()>>& executes, double seconds) {
+Result<Rate> MeasureRate(std::vector<std::function<Result<void>()>>& executes, double seconds) {
   std::atomic<long> done{0};
   std::atomic<bool> failed{false};
   std::string failure;
@@ -348,12 +370,16 @@ Result<double> MeasureRate(std::vector<std::function<Result<void>()>>& executes,
   }
   for (auto& thread : threads) thread.join();
   if (failed) return MakeError(ErrorCode::kInternal, failure);
-  return done / (MsSince(start) / 1000);
+  return Rate{done / (MsSince(start) / 1000), done.load()};
 }
 
 struct Throughput {
-  int connections;
+  int connections = 0;
   std::vector<double> server_rate, in_process_rate;
+  // CPU microseconds an execution costs sbx-serve (its threads) and the bench's own process
+  // (its client threads; in process: the executor and its threads). Python's are left out:
+  // the same on both sides.
+  std::vector<double> server_cpu_us, client_cpu_us, in_process_cpu_us;
 };
 
 std::string Fixed(double value, int digits) {
@@ -395,20 +421,28 @@ void PrintLatency(const Latency& latency, bool markdown) {
 void PrintThroughput(const std::vector<Throughput>& rows, bool markdown) {
   if (markdown) {
     std::printf(
-        "| connections (threads) | in-process /s | `sbx serve` /s | server / in-process |\n");
-    std::printf("|---:|---:|---:|---:|\n");
+        "| connections (threads) | in-process /s | `sbx serve` /s | server / in-process |"
+        " CPU us per execution: in-process / sbx-serve + client |\n");
+    std::printf("|---:|---:|---:|---:|---:|\n");
   }
   for (const Throughput& row : rows) {
     const double in_process = Quantile(row.in_process_rate, 0.5);
     const double server = Quantile(row.server_rate, 0.5);
     const double ratio = in_process > 0 ? server / in_process : 0;
+    const double in_process_cpu = Quantile(row.in_process_cpu_us, 0.5);
+    const double server_cpu = Quantile(row.server_cpu_us, 0.5);
+    const double client_cpu = Quantile(row.client_cpu_us, 0.5);
     if (markdown) {
-      std::printf("| %d | %s | %s | %s%% |\n", row.connections, Fixed(in_process, 1).c_str(),
-                  Fixed(server, 1).c_str(), Fixed(ratio * 100, 1).c_str());
+      std::printf("| %d | %s | %s | %s%% | %s / %s + %s |\n", row.connections,
+                  Fixed(in_process, 1).c_str(), Fixed(server, 1).c_str(),
+                  Fixed(ratio * 100, 1).c_str(), Fixed(in_process_cpu, 0).c_str(),
+                  Fixed(server_cpu, 0).c_str(), Fixed(client_cpu, 0).c_str());
     } else {
       std::printf("%d connection%s: in-process %8.1f /s   server %8.1f /s   %5.1f%%  (%s)\n",
                   row.connections, row.connections == 1 ? " " : "s", in_process, server,
                   ratio * 100, ratio >= 0.9 ? "target >= 90%: met" : "target >= 90%: NOT met");
+      std::printf("    CPU per execution: in-process %.0f us; sbx-serve %.0f us + client %.0f us\n",
+                  in_process_cpu, server_cpu, client_cpu);
     }
   }
 }
@@ -501,7 +535,11 @@ int Main(int argc, char** argv) {
   std::fflush(stdout);
 
   std::vector<Throughput> rows;
-  for (int connections : kConnectionCounts) rows.push_back({connections, {}, {}});
+  for (int connections : kConnectionCounts) {
+    Throughput row;
+    row.connections = connections;
+    rows.push_back(row);
+  }
   for (int repeat = 0; repeat < options.repeats; ++repeat) {
     for (Throughput& row : rows) {
       for (int turn = 0; turn < 2; ++turn) {
@@ -518,9 +556,20 @@ int Main(int argc, char** argv) {
                 [session = in_process[i].get()] { return InProcessExecute(*session); });
           }
         }
+        const double server_cpu = ProcessCpuMs((*server)->pid());
+        const double own_cpu = ProcessCpuMs(::getpid());
         auto rate = MeasureRate(executes, options.seconds);
         if (!rate) return Fail("throughput", rate.error());
-        (server_turn ? row.server_rate : row.in_process_rate).push_back(*rate);
+        const double us_each = 1000.0 / static_cast<double>(std::max(1L, rate->executions));
+        const double own_us = (ProcessCpuMs(::getpid()) - own_cpu) * us_each;
+        if (server_turn) {
+          row.server_rate.push_back(rate->per_second);
+          row.server_cpu_us.push_back((ProcessCpuMs((*server)->pid()) - server_cpu) * us_each);
+          row.client_cpu_us.push_back(own_us);
+        } else {
+          row.in_process_rate.push_back(rate->per_second);
+          row.in_process_cpu_us.push_back(own_us);
+        }
       }
     }
   }
