@@ -163,27 +163,6 @@ HttpResponse HttpResponse::FromError(const ApiError& error) {
   return response;
 }
 
-DisconnectWatch::DisconnectWatch(int connection_fd, std::function<void()> on_disconnect)
-    : stop_(::eventfd(0, EFD_CLOEXEC)) {
-  int stop = stop_.get();
-  thread_ = std::thread([connection_fd, stop, on_disconnect = std::move(on_disconnect)] {
-    // POLLRDHUP only: a pipelined next request (POLLIN) is not a disconnect.
-    pollfd fds[2] = {{connection_fd, POLLRDHUP, 0}, {stop, POLLIN, 0}};
-    while (::poll(fds, 2, -1) < 0 && errno == EINTR) {
-    }
-    if (fds[1].revents != 0) return;
-    if (fds[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) on_disconnect();
-  });
-}
-
-DisconnectWatch::~DisconnectWatch() {
-  uint64_t one = 1;
-  if (::write(stop_.get(), &one, sizeof(one)) < 0) {
-    // An eventfd write fails only on overflow; the thread then still sees it readable.
-  }
-  thread_.join();
-}
-
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options, HttpHandler handler) {
   std::unique_ptr<HttpServer> server(new HttpServer(std::move(options), std::move(handler)));
   server->stop_ = UniqueFd(::eventfd(0, EFD_CLOEXEC));
