@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <boost/asio/buffer.hpp>
@@ -32,20 +33,27 @@ class DeadlineStream {
     ec = {};
     auto buffer = FirstNonEmpty<boost::asio::mutable_buffer>(buffers);
     if (buffer.size() == 0) return 0;
-    if (!Wait(POLLIN, ec)) return 0;
-    ssize_t n = ::recv(fd_, buffer.data(), buffer.size(), 0);
-    if (n < 0) ec = error_code(errno, boost::system::system_category());
-    if (n == 0) ec = boost::asio::error::eof;
+    ssize_t n =
+        Retry(POLLIN, ec, [&] { return ::recv(fd_, buffer.data(), buffer.size(), MSG_DONTWAIT); });
+    if (n == 0 && !ec) ec = boost::asio::error::eof;
     return n > 0 ? static_cast<size_t>(n) : 0;
   }
   template <class Buffers>
   size_t write_some(const Buffers& buffers, error_code& ec) {
     ec = {};
-    auto buffer = FirstNonEmpty<boost::asio::const_buffer>(buffers);
-    if (buffer.size() == 0) return 0;
-    if (!Wait(POLLOUT, ec)) return 0;
-    ssize_t n = ::send(fd_, buffer.data(), buffer.size(), MSG_NOSIGNAL);
-    if (n < 0) ec = error_code(errno, boost::system::system_category());
+    // All of the buffers (a response's head and body) in one sendmsg: one wake-up of the client.
+    iovec iov[kMaxIovecs];
+    msghdr message{};
+    message.msg_iov = iov;
+    for (auto it = boost::asio::buffer_sequence_begin(buffers);
+         it != boost::asio::buffer_sequence_end(buffers) && message.msg_iovlen < kMaxIovecs; ++it) {
+      boost::asio::const_buffer buffer(*it);
+      if (buffer.size() == 0) continue;
+      iov[message.msg_iovlen++] = {const_cast<void*>(buffer.data()), buffer.size()};
+    }
+    if (message.msg_iovlen == 0) return 0;
+    ssize_t n =
+        Retry(POLLOUT, ec, [&] { return ::sendmsg(fd_, &message, MSG_DONTWAIT | MSG_NOSIGNAL); });
     return n > 0 ? static_cast<size_t>(n) : 0;
   }
   template <class Buffers>
@@ -73,6 +81,21 @@ class DeadlineStream {
     }
     return Buffer();
   }
+  // Calls `io` (non-blocking) and, only when it would block, waits for `events` and calls it
+  // again: the common case is one system call, not a poll and then the call.
+  template <class Io>
+  ssize_t Retry(short events, error_code& ec, Io io) {
+    while (true) {
+      ssize_t n = io();
+      if (n >= 0) return n;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        ec = error_code(errno, boost::system::system_category());
+        return -1;
+      }
+      if (!Wait(events, ec)) return -1;
+    }
+  }
   bool Wait(short events, error_code& ec) {
     pollfd fd{fd_, events, 0};
     int ready = ::poll(&fd, 1, timeout_ms_);
@@ -81,6 +104,7 @@ class DeadlineStream {
     return ready > 0;
   }
 
+  static constexpr size_t kMaxIovecs = 16;
   int fd_;
   int timeout_ms_;
 };
@@ -137,27 +161,6 @@ HttpResponse HttpResponse::FromError(const ApiError& error) {
     response.headers.emplace_back("Retry-After", std::to_string(error.retry_after_seconds));
   }
   return response;
-}
-
-DisconnectWatch::DisconnectWatch(int connection_fd, std::function<void()> on_disconnect)
-    : stop_(::eventfd(0, EFD_CLOEXEC)) {
-  int stop = stop_.get();
-  thread_ = std::thread([connection_fd, stop, on_disconnect = std::move(on_disconnect)] {
-    // POLLRDHUP only: a pipelined next request (POLLIN) is not a disconnect.
-    pollfd fds[2] = {{connection_fd, POLLRDHUP, 0}, {stop, POLLIN, 0}};
-    while (::poll(fds, 2, -1) < 0 && errno == EINTR) {
-    }
-    if (fds[1].revents != 0) return;
-    if (fds[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) on_disconnect();
-  });
-}
-
-DisconnectWatch::~DisconnectWatch() {
-  uint64_t one = 1;
-  if (::write(stop_.get(), &one, sizeof(one)) < 0) {
-    // An eventfd write fails only on overflow; the thread then still sees it readable.
-  }
-  thread_.join();
 }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options, HttpHandler handler) {

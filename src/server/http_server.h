@@ -22,6 +22,7 @@
 #include "sandbox/error.h"
 #include "sandbox/unique_fd.h"
 #include "src/server/api_error.h"
+#include "src/server/disconnect_watch.h"
 #include "src/server/listener.h"
 
 namespace sbx::server {
@@ -41,20 +42,6 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;
   static HttpResponse Json(int status, std::string body);
   static HttpResponse FromError(const ApiError& error);
-};
-
-// Calls `on_disconnect` (once, on a thread of its own) if the client closes the connection
-// while the watch lives; destroying the watch stops watching and waits for that thread.
-class DisconnectWatch {
- public:
-  DisconnectWatch(int connection_fd, std::function<void()> on_disconnect);
-  ~DisconnectWatch();
-  DisconnectWatch(const DisconnectWatch&) = delete;
-  DisconnectWatch& operator=(const DisconnectWatch&) = delete;
-
- private:
-  UniqueFd stop_;
-  std::thread thread_;
 };
 
 struct HttpServerOptions {

@@ -1,6 +1,7 @@
 """Sessions over time: capacity, cancellation, concurrency, draining, a killed server."""
 import concurrent.futures
 import glob
+import json
 import os
 import signal
 import socket
@@ -52,6 +53,46 @@ def test_a_client_that_disconnects_cancels_its_execution():
         result = server.execute(session, "print('x' in globals())")
         assert result["stdout"] == "False\n"
         assert "cancelled" in result["notice"]
+    finally:
+        server.stop()
+
+
+def test_a_disconnect_cancels_only_the_execution_of_its_own_request():
+    """One watcher serves every connection: closing one cancels its execution and nothing
+    else, neither another connection's nor, once its request has finished, a later one."""
+    server = Server("--pool", "0")
+
+    def start(session, seconds):
+        body = ('{"code_blocks": [{"language": "bash", "code": "sleep %s"}]}' % seconds).encode()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(server.socket_path)
+        sock.sendall(b"POST /v1/sessions/%s/execute HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Length: %d\r\n\r\n" % (session.encode(), len(body)) + body)
+        assert wait_until(lambda: processes_with(seconds.encode()), 30)
+        return sock
+
+    try:
+        first, second = server.session(), server.session()
+        a = start(first, "2727.6")
+        b = start(second, "2727.7")
+        a.close()
+        assert wait_until(lambda: not processes_with(b"2727.6"), 10)
+        time.sleep(1)
+        assert processes_with(b"2727.7")
+        b.close()
+        assert wait_until(lambda: not processes_with(b"2727.7"), 10)
+        # A keep-alive connection whose request has finished, closed during a later execution
+        # of the same session on another connection.
+        finished = server.connection()
+        finished.request("POST", f"/v1/sessions/{first}/execute",
+                         body=json.dumps({"code_blocks": [{"language": "python", "code": "1"}]}))
+        assert finished.getresponse().read()
+        later = start(first, "2727.8")
+        finished.close()
+        time.sleep(1)
+        assert processes_with(b"2727.8")
+        later.close()
+        assert wait_until(lambda: not processes_with(b"2727.8"), 10)
     finally:
         server.stop()
 

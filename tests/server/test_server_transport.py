@@ -137,3 +137,28 @@ def test_a_live_socket_is_not_taken_over(tcp_server):
     # The refused one leaves the live server's socket where it was.
     status, _, _ = tcp_server.request("GET", "/v1/health")
     assert status == 200
+
+
+def test_a_large_response_reaches_a_reader_that_pauses(tcp_server):
+    """The server writes without blocking and waits only when the socket is full: a response
+    far larger than the socket's buffer, to a client that stops reading for a while, still
+    arrives whole, head and body."""
+    session = tcp_server.session()
+    content = os.urandom(4 << 20)
+    status, _, _ = tcp_server.request("PUT", f"/v1/sessions/{session}/files/big.bin", content)
+    assert status == 200
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(30)
+    sock.connect(tcp_server.socket_path)
+    sock.sendall(("GET /v1/sessions/%s/files/big.bin HTTP/1.1\r\nHost: x\r\nX-Sbx-Token: %s\r\n"
+                  "Connection: close\r\n\r\n" % (session, TOKEN)).encode())
+    time.sleep(0.5)  # the server fills the socket and must wait (under --request-timeout 1)
+    received = b""
+    while chunk := sock.recv(65536):
+        received += chunk
+    sock.close()
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    assert b"content-length: %d" % len(content) in head.lower()
+    assert body == content
+    tcp_server.request("DELETE", f"/v1/sessions/{session}")
