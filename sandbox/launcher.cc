@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 
+#include "sandbox/blocker_hints.h"
 #include "sandbox/child_main.h"
 #include "sandbox/child_wait.h"
 #include "sandbox/environment.h"
@@ -235,9 +236,12 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   int pidfd_raw = -1;
   pid_t pid = CloneSandbox(flags, cgroup ? cgroup->CloneIntoFd() : -1, &pidfd_raw);
   if (pid < 0) {
-    return SysError(ErrorCode::kSetupFailed,
-                    "clone3(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|...) (user namespaces may be "
-                    "disabled: see `sbx doctor`)");
+    const int err = errno;
+    Error error = SysError(ErrorCode::kSetupFailed,
+                           "clone3(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|...)", err);
+    std::string hint = NamespaceDeniedHint(err);
+    error.message += ": " + (hint.empty() ? std::string("see `sbx doctor`") : hint);
+    return error;
   }
   if (pid == 0) SandboxChildMain(plan);
   UniqueFd pidfd(pidfd_raw);
@@ -312,6 +316,8 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
     result.status = RunStatus::kSetupFailed;
     result.setup_error = std::string("sandbox setup: ") + ChildStepName(report.step) + ": " +
                          std::strerror(report.err_no);
+    if (std::string hint = SetupFailureHint(report.step, report.err_no); !hint.empty())
+      result.setup_error += ": " + hint;
   } else if (outcome.exec_errno) {
     result.status = RunStatus::kExited;
     result.exec_failure_code = *outcome.exec_errno == ENOENT ? 127 : 126;

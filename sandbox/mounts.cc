@@ -18,7 +18,6 @@
 namespace sbx {
 namespace {
 
-constexpr const char* kScratch = "/tmp";  // covered privately; never touched on the host
 constexpr unsigned long kSafe = MS_NOSUID | MS_NODEV;
 
 // /proc entries that leak host state or reach the kernel (runc's and bubblewrap's lists).
@@ -219,7 +218,8 @@ MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
   plan.image_fd = image_fd;
   plan.workspace_fd = workspace_fd;
   plan.scratch_options = "size=" + std::to_string(limits.rootfs_size_bytes) + ",mode=0700";
-  const std::string scratch = kScratch;
+  const std::string scratch = image_path.substr(0, image_path.rfind('/'));
+  plan.scratch_dir = scratch.empty() ? "/" : scratch;
   plan.overlay_options = "lowerdir=" + scratch + "/lower,upperdir=" + scratch +
                          "/upper,workdir=" + scratch + "/work";
   plan.tmp_options = "size=" + std::to_string(limits.tmp_size_bytes) + ",mode=1777";
@@ -252,8 +252,11 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
   char image_source[32], workspace_source[32];
   FdPath(sources.image_fd, image_source);
   if (sources.workspace_fd >= 0) FdPath(sources.workspace_fd, workspace_source);
-  if (::mount("tmpfs", kScratch, "tmpfs", kSafe | MS_NOEXEC, plan.scratch_options.c_str()) != 0 ||
-      ::chdir(kScratch) != 0)
+  // Covering the image's parent hides nothing the child still needs: the image is bound below
+  // from its fd, which names the directory itself, not this path.
+  const char* scratch = plan.scratch_dir.c_str();
+  if (::mount("tmpfs", scratch, "tmpfs", kSafe | MS_NOEXEC, plan.scratch_options.c_str()) != 0 ||
+      ::chdir(scratch) != 0)
     return Fail(ChildStep::kMountScratch, failed_step);
   for (const char* dir : {"lower", "upper", "work", "root"}) {
     if (::mkdir(dir, 0755) != 0) return Fail(ChildStep::kMountScratch, failed_step);

@@ -8,9 +8,10 @@
 //      failed. Afterwards the process's root is the overlay and the host's tree is detached.
 //
 // Layout built in the child (every mount nosuid,nodev; the image is never written):
-//   /tmp of the *host* tree is covered by a private scratch tmpfs (limits.rootfs_size) that
-//   holds the overlay's upper and work directories; image and workspace are bound in from
-//   fds opened before that.
+//   The directory holding the image (the one host directory sure to exist wherever sbx can
+//   run: a minimal container may have no /tmp) is covered, in this namespace only, by a
+//   private scratch tmpfs (limits.rootfs_size) that holds the overlay's upper and work
+//   directories; image and workspace are bound in from fds opened before that.
 //   /            overlay: image (read-only lower) + scratch upper
 //   /usr         the image's /usr bound read-only (no overlayfs on Python's lookups)
 //   /workspace   the workspace directory, bound from its fd, read-write; without one (a run
@@ -40,6 +41,7 @@ struct MountPlan {
   int image_fd = -1;
   int workspace_fd = -1;           // -1: /workspace is a tmpfs (workspace_tmpfs_options)
   std::string workspace_tmpfs_options;
+  std::string scratch_dir;       // covered by the scratch tmpfs: the image's parent directory
   std::string scratch_options;   // tmpfs options for the scratch (upper) layer
   std::string overlay_options;
   std::string tmp_options;
