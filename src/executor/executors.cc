@@ -222,8 +222,12 @@ void SessionExecutor::EndSession() {
   session_->Close();
   const auto& network = session_->ended_network();
   if (network && network->mode == "allowlist") ended_networks_.push_back(*network);
-  std::lock_guard lock(session_mutex_);
-  session_.reset();
+  std::unique_ptr<PythonSession> ended;
+  {
+    // Destroyed outside the lock: its teardown waits for the sandbox, which Cancel() must not.
+    std::lock_guard lock(session_mutex_);
+    ended = std::move(session_);
+  }
 }
 
 void SessionExecutor::Close() { EndSession(); }
