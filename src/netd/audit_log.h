@@ -101,7 +101,7 @@ class AuditLog {
   LogDigest digest_;
 };
 
-// The current UTC time with milliseconds, as "2026-11-29T18:30:01.123Z".
+// The current UTC time with milliseconds, as "YYYY-MM-DDTHH:MM:SS.mmmZ" (ISO 8601).
 std::string UtcTimestampMs();
 
 }  // namespace sbx::netd

@@ -32,7 +32,7 @@ std::vector<std::string> Lines(int fd) {
   return lines;
 }
 
-// "2026-11-29T18:30:01.123Z". (No std::regex: GCC 12 warns inside it under ASan.)
+// "YYYY-MM-DDTHH:MM:SS.mmmZ". (No std::regex: GCC 12 warns inside it under ASan.)
 bool IsUtcMillisecondTimestamp(const std::string& text) {
   const std::string shape = "dddd-dd-ddTdd:dd:dd.dddZ";
   if (text.size() != shape.size()) return false;
