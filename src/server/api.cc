@@ -105,7 +105,7 @@ std::string Base64Encode(const std::string& bytes) {
 std::string PercentDecode(const std::string& text) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() + 0 && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+    if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
         std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
       out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
       i += 2;
@@ -166,6 +166,20 @@ std::string ShellQuote(const std::string& text) {
   return quoted + "'";
 }
 
+// A request's "argv": a program and its arguments, each a string without NUL.
+std::vector<std::string> Argv(const json& argv) {
+  if (argv.empty()) Fail(Invalid("argv: must name a program"));
+  std::vector<std::string> strings;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const json& arg = argv[i];
+    if (!arg.is_string() || arg.get<std::string>().find('\0') != std::string::npos) {
+      Fail(Invalid("argv[" + std::to_string(i) + "]: must be a string without NUL"));
+    }
+    strings.push_back(arg.get<std::string>());
+  }
+  return strings;
+}
+
 // The sh script that runs an exec request in the session: the command, its stdin decoded from
 // base64 in a here-document (any bytes, any size, never on a command line).
 std::string ExecScript(const json& body) {
@@ -174,14 +188,7 @@ std::string ExecScript(const json& body) {
   const json* shell = Field(body, "shell", json::value_t::string, "a string");
   if ((argv == nullptr) == (shell == nullptr)) Fail(Invalid("give exactly one of argv and shell"));
   if (argv != nullptr) {
-    if (argv->empty()) Fail(Invalid("argv: must name a program"));
-    for (size_t i = 0; i < argv->size(); ++i) {
-      const json& arg = (*argv)[i];
-      if (!arg.is_string() || arg.get<std::string>().find('\0') != std::string::npos) {
-        Fail(Invalid("argv[" + std::to_string(i) + "]: must be a string without NUL"));
-      }
-      command += (i ? " " : "") + ShellQuote(arg.get<std::string>());
-    }
+    for (const std::string& arg : Argv(*argv)) command += (command.empty() ? "" : " ") + ShellQuote(arg);
   } else {
     if (shell->get<std::string>().find('\0') != std::string::npos) Fail(Invalid("shell: must not contain NUL"));
     command = "sh -c " + ShellQuote(shell->get<std::string>());
@@ -357,7 +364,7 @@ HttpResponse Api::CreateSession(const HttpRequest& request) {
   auto created = sessions_.Create(std::move(session));
   if (!created) {
     const Error& error = created.error();
-    if (error.code == ErrorCode::kUnavailable && error.message.find("--max-sessions") != std::string::npos) {
+    if (error.code == ErrorCode::kUnavailable && error.err_no == EAGAIN) {
       Fail(ApiError{429, "limit", error.message, 1});
     }
     Fail(FromError(error, "create the session"));
@@ -480,14 +487,8 @@ HttpResponse Api::RunOnce(const HttpRequest& request) {
   spec.policy.limits.timeout_seconds = Seconds(body, "timeout", spec.policy.limits.timeout_seconds,
                                                spec.policy.limits.timeout_seconds);
   const json* argv = Field(body, "argv", json::value_t::array, "an array of strings");
-  if (argv == nullptr || argv->empty()) Fail(Invalid("argv: required, the program and its arguments"));
-  for (size_t i = 0; i < argv->size(); ++i) {
-    const json& arg = (*argv)[i];
-    if (!arg.is_string() || arg.get<std::string>().find('\0') != std::string::npos) {
-      Fail(Invalid("argv[" + std::to_string(i) + "]: must be a string without NUL"));
-    }
-    spec.argv.push_back(arg.get<std::string>());
-  }
+  if (argv == nullptr) Fail(Invalid("argv: required, the program and its arguments"));
+  spec.argv = Argv(*argv);
   spec.image_dir = options_.image_dir;
   if (spec.image_dir.empty()) {
     auto image = FindDefaultImage();

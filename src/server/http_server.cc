@@ -302,7 +302,6 @@ void HttpServer::Serve(std::shared_ptr<Connection> connection) {
         response = handler_(request);
       }
     }
-    ++requests_served_;
     if (!SetBusy(*connection, false)) keep_going = false;
     WriteResponse(stream, response, keep_going);
   }

@@ -6,7 +6,6 @@
 
 #include <sys/types.h>
 
-#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -70,7 +69,6 @@ class HttpServer {
   void Drain();
   // The port of the first TCP listener (tests listen on port 0).
   std::optional<int> tcp_port() const;
-  uint64_t requests_served() const { return requests_served_.load(); }
 
  private:
   struct Connection {
@@ -96,7 +94,6 @@ class HttpServer {
   std::condition_variable changed_;
   std::vector<std::shared_ptr<Connection>> connections_;
   bool draining_ = false;
-  std::atomic<uint64_t> requests_served_{0};
 };
 
 }  // namespace sbx::server

@@ -3,6 +3,7 @@
 
 #include <sys/random.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 
@@ -107,48 +108,35 @@ Result<std::shared_ptr<ServerSession>> SessionRegistry::Create(SessionRequest re
     std::lock_guard lock(mutex_);
     if (closed_) return MakeError(ErrorCode::kSetupFailed, "the server is shutting down");
     if (sessions_.size() + reserved_ >= options_.max_sessions) {
-      return MakeError(ErrorCode::kUnavailable,
-                       "the server holds its maximum of " + std::to_string(options_.max_sessions) +
-                           " sessions (--max-sessions); end one (DELETE /v1/sessions/{id}) or retry");
+      // EAGAIN: full for now, unlike a session that cannot start at all (the API's 429).
+      return Error{ErrorCode::kUnavailable, EAGAIN,
+                   "the server holds its maximum of " + std::to_string(options_.max_sessions) +
+                       " sessions (--max-sessions); end one (DELETE /v1/sessions/{id}) or retry"};
     }
     ++reserved_;
   }
-  std::unique_ptr<executor::SessionExecutor> made;
-  bool pooled = false;
-  const bool may_pool = options_.pool != nullptr && request.server_policy &&
-                        request.policy.network == NetworkMode::kNone;
-  Error failure;
-  bool failed = false;
-  if (may_pool) {
-    executor::PooledSessionOptions pooled_options;
-    pooled_options.manifest = request.manifest;
-    pooled_options.timeout_seconds = request.policy.limits.timeout_seconds;
-    auto acquired = options_.pool->Acquire(std::move(pooled_options));
-    if (acquired) {
-      made = std::move(*acquired);
-      pooled = true;
-    } else {
-      failure = acquired.error();
-      failed = true;
+  const bool pooled = options_.pool != nullptr && request.server_policy &&
+                      request.policy.network == NetworkMode::kNone;
+  auto made = [&]() -> Result<std::unique_ptr<executor::SessionExecutor>> {
+    if (pooled) {
+      executor::PooledSessionOptions pooled_options;
+      pooled_options.manifest = std::move(request.manifest);
+      pooled_options.timeout_seconds = request.policy.limits.timeout_seconds;
+      auto acquired = options_.pool->Acquire(std::move(pooled_options));
+      if (!acquired) return acquired.error();
+      return std::unique_ptr<executor::SessionExecutor>(std::move(*acquired));
     }
-  } else {
     executor::ExecutorOptions executor_options;
     executor_options.policy = request.policy;
     executor_options.image_dir = options_.image_dir;
     executor_options.manifest = std::move(request.manifest);
     executor_options.session_idle_seconds = request.idle_timeout_seconds;
-    auto created = executor::SessionExecutor::Create(std::move(executor_options));
-    if (created) {
-      made = std::move(*created);
-    } else {
-      failure = created.error();
-      failed = true;
-    }
-  }
+    return executor::SessionExecutor::Create(std::move(executor_options));
+  }();
   std::lock_guard lock(mutex_);
   --reserved_;
-  if (failed) return failure;
-  auto session = std::make_shared<ServerSession>(NewSessionId(), std::move(made), pooled,
+  if (!made) return made.error();
+  auto session = std::make_shared<ServerSession>(NewSessionId(), std::move(*made), pooled,
                                                  request.idle_timeout_seconds,
                                                  NetworkModeName(request.policy.network),
                                                  request.policy.limits.timeout_seconds);

@@ -88,7 +88,8 @@ class SessionRegistry {
   explicit SessionRegistry(RegistryOptions options);
   ~SessionRegistry();
 
-  // Errors: kUnavailable when full (the caller answers 429); others from the executor.
+  // Errors: kUnavailable with err_no EAGAIN when full (the caller answers 429); others from
+  // the executor.
   Result<std::shared_ptr<ServerSession>> Create(SessionRequest request);
   std::shared_ptr<ServerSession> Find(const std::string& id) const;
   // Removes and ends the session; null if there is none.
