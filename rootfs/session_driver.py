@@ -7,7 +7,10 @@ it as the program of a session's sandbox with a socket as fd 0, and speaks this 
   driver -> {"op": "ready", "python": "3.11.2"}                      once, at start
   host   -> {"op": "exec", "id": 7, "language": "python"|"bash"|"sh",
              "timeout_seconds": 30.0, "output_bytes": 1048576,
-             "figures_dir": "output/figures"}                         then a frame of source bytes
+             "figures_dir": "output/figures", "stream": false}        then a frame of source bytes
+  driver -> {"op": "output", "id": 7, "stream": "stdout"|"stderr",
+             "text": "..."}                                   only with "stream": true, as the
+                                                              cell writes, before its reply
   driver -> {"id": 7, "outcome": "ok"|"error"|"timeout", "exit_code": 0,
              "stdout": "...", "stderr": "...", "output": [["stdout", "..."], ...],
              "stdout_truncated": false, "stderr_truncated": false,
@@ -24,6 +27,9 @@ fds 1 and 2, which point at pipes drained by a thread while the cell runs, so `p
 session's own stdout and stderr after a CELL_MARKER line, so the host can recover a cell's
 output from the sandbox's capture when it had to kill the session. The timeout raises KeyboardInterrupt in the
 cell; a cell that survives it is killed by the host together with the whole session.
+With "stream": true the drained output is also sent as "output" frames while the cell runs
+(at most output_bytes of each stream: the reply still carries head and tail), decoded as
+UTF-8 across chunk boundaries, so a character split between two reads is never mangled.
 A malformed request ends the driver with exit code 3: the host treats that as a lost session.
 The cell's code shares this process and can write to the channel itself, so the host trusts a
 reply only as far as its shape: within a size derived from output_bytes, at most 8 levels deep
@@ -32,6 +38,7 @@ and 2**18 values, figures named as above, and nothing sent before a request was 
 
 import ast
 import builtins
+import codecs
 import io
 import json
 import os
@@ -121,10 +128,35 @@ class StreamCapture:
         return (bytes(self.head) + marker + bytes(self.tail)).decode("utf-8", "replace")
 
 
+class OutputStreamer:
+    """Sends a cell's output to the host as "output" frames, within a budget per stream."""
+
+    def __init__(self, channel, cell, budget):
+        self.channel = channel
+        self.cell = cell
+        self.left = {"stdout": budget, "stderr": budget}
+        self.decoders = {name: codecs.getincrementaldecoder("utf-8")("replace")
+                         for name in self.left}
+
+    def send(self, name, data, final=False):
+        data = data[:self.left[name]]
+        self.left[name] -= len(data)
+        text = self.decoders[name].decode(bytes(data), final)
+        if text:
+            frame = {"op": "output", "id": self.cell, "stream": name, "text": text}
+            write_frame(self.channel, json.dumps(frame, ensure_ascii=False).encode(
+                "utf-8", "replace"))
+
+    def finish(self):
+        for name in self.left:
+            self.send(name, b"", final=True)
+
+
 class OutputPipes:
     """Points fds 1 and 2 at fresh pipes for one cell and drains them on a thread."""
 
-    def __init__(self, cell, budget):
+    def __init__(self, cell, budget, streamer=None):
+        self.streamer = streamer
         self.captures = {"stdout": StreamCapture(budget), "stderr": StreamCapture(budget)}
         self.order = []  # [stream, bytes] chunks as they arrived, within 2 * budget
         self.order_budget = 2 * budget
@@ -155,6 +187,8 @@ class OutputPipes:
             return False
         name = self.readers[fd]
         self.captures[name].add(data)
+        if self.streamer is not None:
+            self.streamer.send(name, data)
         # Mirrored to the session's own output, which the host keeps (head and tail) even if it
         # has to kill the session: the output of a cell that ignored its timeout survives.
         try:
@@ -200,6 +234,8 @@ class OutputPipes:
             while self.take(fd):
                 pass
             os.close(fd)  # a background process writing later gets EPIPE
+        if self.streamer is not None:
+            self.streamer.finish()
 
 
 class CellTimeout(BaseException):
@@ -253,7 +289,9 @@ class Session:
         cell = int(header.get("id", 0))
         language = header.get("language")
         timeout = float(header.get("timeout_seconds", 60))
-        pipes = OutputPipes(cell, int(header.get("output_bytes", 1 << 20)))
+        budget = int(header.get("output_bytes", 1 << 20))
+        streamer = OutputStreamer(self.channel, cell, budget) if header.get("stream") else None
+        pipes = OutputPipes(cell, budget, streamer)
         cpu_start = self.cpu_seconds()
         reply = {"id": cell, "outcome": "ok", "exit_code": 0, "result": None, "error": None,
                  "figures": []}

@@ -6,9 +6,9 @@ import base64
 import json
 import os
 import urllib.parse
-from typing import IO, Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
-from .errors import NotFound
+from .errors import ConnectionFailed, NotFound, error_from_response
 from .results import ExecResult, ExecuteResult, SessionInfo
 from .transport import Address, Cancellation, Transport, default_address
 
@@ -28,6 +28,15 @@ def _block_json(block: Any, language: str) -> dict[str, str]:
     if isinstance(block, tuple) and len(block) == 2:
         return {"language": block[0], "code": block[1]}
     return {"language": getattr(block, "language", None) or language, "code": block.code}
+
+
+def _execute_json(code_blocks: CodeBlocks, language: str, timeout: Optional[float]) -> dict:
+    """The body of an execute request."""
+    blocks = [code_blocks] if isinstance(code_blocks, str) else list(code_blocks)
+    payload: dict[str, Any] = {"code_blocks": [_block_json(b, language) for b in blocks]}
+    if timeout is not None:
+        payload["timeout"] = timeout
+    return payload
 
 
 def _files_json(files: Union[Mapping[str, Union[str, bytes]], Sequence[dict]]) -> list[dict]:
@@ -82,19 +91,81 @@ class Session:
         language: str = "python",
         timeout: Optional[float] = None,
         cancel: Optional[Cancellation] = None,
+        on_output: Optional[Callable[[str, str], None]] = None,
     ) -> ExecuteResult:
         """Runs code blocks in order in the session's interpreter; variables persist.
 
         ``code_blocks`` is a code string (in ``language``) or a list of blocks: dicts, AutoGen
         CodeBlocks or ``(language, code)`` pairs. ``cancel`` can stop the execution from another
         thread (it then raises Cancelled). A non-zero exit of the code is a result, not an error.
+        ``on_output(stream, text)``, with ``stream`` "stdout" or "stderr", is called with the
+        output as the code writes it (the server streams NDJSON events); the result still holds
+        all of it. An exception it raises stops the execution and is raised here.
         """
-        blocks = [code_blocks] if isinstance(code_blocks, str) else list(code_blocks)
-        payload: dict[str, Any] = {"code_blocks": [_block_json(b, language) for b in blocks]}
-        if timeout is not None:
-            payload["timeout"] = timeout
+        payload = _execute_json(code_blocks, language, timeout)
         wait = None if timeout is None else timeout + _ANSWER_SLACK_SECONDS
-        return ExecuteResult.from_json(self._post("/execute", payload, cancel=cancel, timeout=wait))
+        if on_output is None:
+            return ExecuteResult.from_json(self._post("/execute", payload, cancel=cancel, timeout=wait))
+        return ExecuteResult.from_json(self._streamed("/execute", payload, timeout, cancel, on_output))
+
+    def execute_events(
+        self,
+        code_blocks: CodeBlocks,
+        language: str = "python",
+        timeout: Optional[float] = None,
+        cancel: Optional[Cancellation] = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Runs code blocks as execute() does and yields the server's events as they come:
+        ``{"type": "stdout" | "stderr", "text"}``, ``{"type": "keepalive"}`` during a long
+        silence, and last ``{"type": "result", "result": {...}}`` (the JSON of an
+        ExecuteResult). An error event is raised as the SbxError it names. Closing the iterator
+        early cancels the execution."""
+        return self._events("/execute", _execute_json(code_blocks, language, timeout), timeout, cancel)
+
+    def _events(
+        self, suffix: str, payload: dict, timeout: Optional[float], cancel: Optional[Cancellation]
+    ) -> Iterator[dict[str, Any]]:
+        # Keepalives come after 15 s of silence, so a read waits at most this long.
+        wait = None if timeout is None else max(timeout + _ANSWER_SLACK_SECONDS, 60.0)
+        lines = self.client._transport.request_lines(
+            "POST", self._path(suffix), json.dumps(payload).encode(), cancel=cancel, timeout=wait
+        )
+        try:
+            for line in lines:
+                event = json.loads(line)
+                if "type" not in event:  # a server that answers with the plain result
+                    yield {"type": "result", "result": event}
+                    return
+                if event["type"] == "error":
+                    error = event.get("error", {})
+                    raise error_from_response(
+                        int(event.get("status", 500)),
+                        str(error.get("code", "internal")),
+                        str(error.get("message", "")),
+                    )
+                yield event
+        finally:
+            lines.close()  # the connection: closing it early cancels the execution
+
+    def _streamed(
+        self,
+        suffix: str,
+        payload: dict,
+        timeout: Optional[float],
+        cancel: Optional[Cancellation],
+        on_output: Callable[[str, str], None],
+    ) -> Any:
+        """The result's JSON of a streamed request, handing output events to ``on_output``."""
+        events = self._events(suffix, payload, timeout, cancel)
+        try:
+            for event in events:
+                if event["type"] in ("stdout", "stderr"):
+                    on_output(event["type"], event["text"])
+                elif event["type"] == "result":
+                    return event["result"]
+        finally:
+            events.close()  # an exception from on_output closes the connection: cancelled
+        raise ConnectionFailed("connection", "the server's event stream ended without a result")
 
     def exec(
         self,
@@ -103,9 +174,11 @@ class Session:
         shell: Optional[str] = None,
         stdin: Optional[Union[str, bytes]] = None,
         timeout: Optional[float] = None,
+        on_output: Optional[Callable[[str, str], None]] = None,
     ) -> ExecResult:
         """Runs a command (``argv``, or a ``shell`` line) in the session's sandbox and workspace,
-        without the interpreter's state. ``stdin`` is text or bytes."""
+        without the interpreter's state. ``stdin`` is text or bytes. ``on_output`` as for
+        execute()."""
         if (argv is None) == (shell is None):
             raise ValueError("exec: give exactly one of argv (a list of strings) or shell=")
         payload: dict[str, Any] = {"argv": list(argv)} if argv is not None else {"shell": shell}
@@ -115,6 +188,8 @@ class Session:
             payload["stdin"] = stdin
         if timeout is not None:
             payload["timeout"] = timeout
+        if on_output is not None:
+            return ExecResult.from_json(self._streamed("/exec", payload, timeout, None, on_output))
         wait = None if timeout is None else timeout + _ANSWER_SLACK_SECONDS
         return ExecResult.from_json(self._post("/exec", payload, timeout=wait))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -10,7 +11,7 @@ import ssl
 import threading
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from .errors import Cancelled, ConnectionFailed, LimitReached, SbxError, error_from_response
 
@@ -176,43 +177,91 @@ class Transport:
         timeout: Optional[float] = None,
     ) -> Response:
         """Sends a request and returns the 2xx answer; raises SbxError for anything else."""
-        headers = {"Accept": "application/json"}
+        with self._exchange(method, path, body, content_type, cancel, timeout) as (answer, _):
+            return Response(answer.status, _headers_of(answer), answer.read())
+
+    def request_lines(
+        self,
+        method: str,
+        path: str,
+        body: Optional[bytes] = None,
+        cancel: Optional[Cancellation] = None,
+        timeout: Optional[float] = None,
+    ) -> Iterator[bytes]:
+        """Sends a request for NDJSON events and yields each line of the 2xx answer as it comes
+        (an answer that is plain JSON, as a server without streaming sends, is one line)."""
+        with self._exchange(method, path, body, None, cancel, timeout, _NDJSON) as (answer, fail):
+            while True:
+                try:
+                    line = answer.readline()
+                except (OSError, http.client.HTTPException) as error:
+                    raise fail(error) from error
+                if not line:
+                    return
+                if line.strip():
+                    yield line
+
+    @contextlib.contextmanager
+    def _exchange(
+        self,
+        method: str,
+        path: str,
+        body: Optional[bytes],
+        content_type: Optional[str],
+        cancel: Optional[Cancellation],
+        timeout: Optional[float],
+        accept: str = "application/json",
+    ) -> Iterator[tuple[http.client.HTTPResponse, Callable[[BaseException], SbxError]]]:
+        """Sends the request and yields its 2xx answer (with what to raise for a transport error
+        while reading it); raises SbxError for anything else. The connection closes after."""
+        headers = {"Accept": accept}
         if self._token is not None:
             # Both headers: routers such as Kubernetes' agent-sandbox strip Authorization.
             headers["Authorization"] = f"Bearer {self._token}"
             headers["X-Sbx-Token"] = self._token
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
+
+        def fail(error: BaseException) -> SbxError:
+            if cancel is not None and cancel.cancelled:
+                return Cancelled("cancelled", f"{method} {path} was cancelled")
+            return ConnectionFailed(
+                "connection", f"{method} {path} to {self.address}: {error or type(error).__name__}"
+            )
+
         connection = self._connect(timeout if timeout is not None else self._timeout)
         try:
-            connection.connect()
-            if cancel is not None:
-                cancel._attach(connection.sock)
             try:
-                connection.request(method, self.address.prefix + path, body=body, headers=headers)
-            except (BrokenPipeError, ConnectionResetError):
-                # The server may answer (413, 401) and close before reading the whole body;
-                # its answer is then still waiting to be read.
-                if cancel is not None and cancel.cancelled:
-                    raise
-            answer = connection.getresponse()
-            data = answer.read()
-            response = Response(
-                answer.status, {k.lower(): v for k, v in answer.getheaders()}, data
-            )
-        except (OSError, http.client.HTTPException) as error:
-            if cancel is not None and cancel.cancelled:
-                raise Cancelled("cancelled", f"{method} {path} was cancelled") from None
-            raise ConnectionFailed(
-                "connection", f"{method} {path} to {self.address}: {error or type(error).__name__}"
-            ) from error
+                connection.connect()
+                if cancel is not None:
+                    cancel._attach(connection.sock)
+                try:
+                    connection.request(method, self.address.prefix + path, body=body, headers=headers)
+                except (BrokenPipeError, ConnectionResetError):
+                    # The server may answer (413, 401) and close before reading the whole body;
+                    # its answer is then still waiting to be read.
+                    if cancel is not None and cancel.cancelled:
+                        raise
+                answer = connection.getresponse()
+                if not 200 <= answer.status < 300:
+                    raise _error_of(Response(answer.status, _headers_of(answer), answer.read()))
+            except (OSError, http.client.HTTPException) as error:
+                raise fail(error) from error
+            try:
+                yield answer, fail
+            except (OSError, http.client.HTTPException) as error:
+                raise fail(error) from error
         finally:
             if cancel is not None:
                 cancel._detach()
             connection.close()
-        if 200 <= response.status < 300:
-            return response
-        raise _error_of(response)
+
+
+_NDJSON = "application/x-ndjson"
+
+
+def _headers_of(answer: http.client.HTTPResponse) -> dict[str, str]:
+    return {k.lower(): v for k, v in answer.getheaders()}
 
 
 def _error_of(response: Response) -> SbxError:

@@ -175,6 +175,48 @@ def test_cancelling_an_execution_stops_it_and_the_session_goes_on(session):
         session.read_file("late.txt")  # The cancelled code did not run on.
 
 
+def test_execute_streams_output_to_on_output_as_it_is_written(session):
+    seen = []
+
+    def on_output(stream: str, text: str) -> None:
+        seen.append((time.monotonic(), stream, text))
+
+    code = "import sys, time\nprint('one', flush=True)\ntime.sleep(2)\nsys.stderr.write('two\\n')"
+    result = session.execute(code, on_output=on_output)
+    done = time.monotonic()
+    assert result.exit_code == 0 and result.stdout == "one\n" and result.stderr == "two\n"
+    # Pieces come as the code writes them (print writes "one" and "\n" apart), in order.
+    assert "".join(t for _, s, t in seen) == "one\ntwo\n"
+    assert "".join(t for _, s, t in seen if s == "stdout") == "one\n"
+    assert done - seen[0][0] >= 1.5, "the first print came only with the result"
+    seen.clear()
+    assert session.exec(shell="echo a; echo b >&2", on_output=lambda s, t: seen.append((0, s, t))
+                        ).stdout == "a\n"
+    assert {s: "".join(t for _, s2, t in seen if s2 == s) for s in ("stdout", "stderr")} == {
+        "stdout": "a\n", "stderr": "b\n"}
+
+
+def test_execute_events_yield_output_then_the_result(session):
+    events = list(session.execute_events("print('ev')"))
+    assert "".join(e["text"] for e in events if e["type"] == "stdout") == "ev\n"
+    assert [e["type"] for e in events].count("result") == 1
+    assert events[-1]["type"] == "result" and events[-1]["result"]["stdout"] == "ev\n"
+
+
+def test_an_on_output_that_raises_cancels_the_execution(session):
+    session.execute("z = 1")
+
+    def stop(stream: str, text: str) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        session.execute("print('go', flush=True)\nimport time\ntime.sleep(30)", on_output=stop)
+    started = time.monotonic()
+    result = session.execute("print('z' in globals())")
+    assert time.monotonic() - started < 15
+    assert result.stdout == "False\n" and "cancelled" in result.notice
+
+
 def test_restart_gives_a_fresh_interpreter_and_keeps_files(session):
     session.execute("y = 7\nopen('kept.txt', 'w').write('kept')")
     session.restart()

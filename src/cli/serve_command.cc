@@ -39,6 +39,7 @@ struct ServeFlags {
   size_t pool = 2;
   double session_idle = 900;
   double request_timeout = 30;
+  double keepalive = 15;
 };
 
 void PrintServeUsage() {
@@ -46,13 +47,15 @@ void PrintServeUsage() {
                "usage: sbx serve [--listen unix:PATH | tcp:HOST:PORT]... [--token-file FILE]\n"
                "                 [--policy FILE] [--policy-dir DIR] [--image DIR] [--max-sessions N]\n"
                "                 [--pool N] [--session-idle SECONDS] [--request-timeout SECONDS]\n"
+               "                 [--keepalive SECONDS]\n"
                "                 [policy flags: --memory, --timeout, ...]\n\n"
                "  Serves sandboxed sessions over HTTP (docs/server-api.md). Default listener: a Unix\n"
                "  socket, /run/sbx/sbx.sock as root, else $XDG_RUNTIME_DIR/sbx.sock, mode 0600.\n"
                "  TCP needs --token-file (a file of mode 0600 or stricter holding the token).\n"
                "  --policy is every session's ceiling; a request may only tighten it.\n"
                "  --pool N keeps N sessions warm (0: every session starts cold). SIGTERM drains.\n"
-               "  --request-timeout: a client must send each part of a request within it (30).\n");
+               "  --request-timeout: a client must send each part of a request within it (30).\n"
+               "  --keepalive: a streamed execution silent this long sends a keepalive event (15).\n");
 }
 
 int Refuse(const std::string& message) {
@@ -174,10 +177,12 @@ int RunServeCommand(int argc, char** argv) {
       auto count = arg == "--pool" ? Count(arg, value, 0, 64) : Count(arg, value, 1, 4096);
       if (!count) return Refuse(count.error().message);
       (arg == "--pool" ? flags.pool : flags.max_sessions) = *count;
-    } else if (arg == "--session-idle" || arg == "--request-timeout") {
+    } else if (arg == "--session-idle" || arg == "--request-timeout" || arg == "--keepalive") {
       auto seconds = Seconds(arg, value);
       if (!seconds) return Refuse(seconds.error().message);
-      (arg == "--session-idle" ? flags.session_idle : flags.request_timeout) = *seconds;
+      (arg == "--session-idle" ? flags.session_idle
+       : arg == "--keepalive"  ? flags.keepalive
+                               : flags.request_timeout) = *seconds;
     } else {
       overrides.emplace_back(arg, value);
     }
@@ -242,6 +247,7 @@ int RunServeCommand(int argc, char** argv) {
   registry_options.image_dir = flags.image;
   registry_options.max_sessions = flags.max_sessions;
   registry_options.pool = pool.get();
+  registry_options.keepalive_seconds = flags.keepalive;
   auto sessions = std::make_unique<server::SessionRegistry>(registry_options);
   server::ApiOptions api_options;
   api_options.policy = policy;

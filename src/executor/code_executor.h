@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -77,6 +78,24 @@ struct CodeResult {
   std::string network_coverage;
   std::string network_log_sha256;
 };
+
+// A piece of a block's output as it is written, for callers that show output live. The
+// pieces of one stream, joined, are the head of that stream's text in the result (at most
+// `output_bytes` of it): the result stays the complete record.
+struct OutputChunk {
+  enum class Stream {
+    kStdout,
+    kStderr,
+    // Nothing written for a while (ExecutorOptions::stream_idle_seconds): the block still runs
+    // (a caller streaming over a network sends a keepalive, so proxies keep the connection).
+    // `text` is empty.
+    kIdle,
+  };
+  Stream stream = Stream::kStdout;
+  std::string text;  // valid UTF-8 (bytes that are not UTF-8 become U+FFFD)
+};
+// Called on the thread that runs Execute, in the order the output was drained.
+using OutputSink = std::function<void(const OutputChunk&)>;
 
 class CodeExecutor {
  public:

@@ -144,6 +144,11 @@ Result<std::unique_ptr<DriverProcess>> SessionExecutor::StartDriver() {
 }
 
 Result<CodeResult> SessionExecutor::Execute(const std::vector<CodeBlock>& blocks) {
+  return ExecuteStreaming(blocks, {});
+}
+
+Result<CodeResult> SessionExecutor::ExecuteStreaming(const std::vector<CodeBlock>& blocks,
+                                                     const OutputSink& sink) {
   if (auto valid = ValidateBlocks(blocks); !valid) return Rejected(valid.error(), NetworkModeLabel());
   CodeResult total;
   if (session_ && session_->EndedWhileIdle()) {
@@ -162,6 +167,7 @@ Result<CodeResult> SessionExecutor::Execute(const std::vector<CodeBlock>& blocks
     config.grace_seconds = options_.grace_seconds;
     config.output_bytes = options_.policy.limits.output_bytes;
     config.figures_dir = options_.figures_dir;
+    config.stream_idle_seconds = options_.stream_idle_seconds;
     auto started = PythonSession::Start(std::move(*driver), config);
     if (!started) return started.error();
     std::lock_guard lock(session_mutex_);
@@ -171,7 +177,7 @@ Result<CodeResult> SessionExecutor::Execute(const std::vector<CodeBlock>& blocks
   WorkspaceSnapshot before = SnapshotWorkspace(workspace_.fd.get());
   cancel_requested_ = false;
   for (const CodeBlock& block : blocks) {
-    CodeResult result = session_->Run(block);
+    CodeResult result = session_->Run(block, sink);
     if (cancel_requested_) result.status = RunStatus::kCancelled;
     ++total.blocks_run;
     bool failed = result.status != RunStatus::kExited || result.exit_code != 0 || result.rejected;

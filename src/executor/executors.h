@@ -47,6 +47,7 @@ struct ExecutorOptions {
   double session_max_seconds = 24 * 3600;
   double grace_seconds = 2;   // after a block's timeout, before the session is killed
   std::string figures_dir = "output/figures";
+  double stream_idle_seconds = 15;  // ExecuteStreaming: an idle chunk after this much silence
   CgroupOptions cgroup_options;
   // Network allowlist: each session's audit log goes to <dir>/network-<n>.jsonl. Empty: a new
   // directory /tmp/sbx-network-XXXXXX, kept afterwards (the logs are the run's record).
@@ -58,7 +59,9 @@ class SessionExecutor : public CodeExecutor {
   static Result<std::unique_ptr<SessionExecutor>> Create(ExecutorOptions options);
   ~SessionExecutor() override;
 
-  Result<CodeResult> Execute(const std::vector<CodeBlock>& blocks) override;
+  Result<CodeResult> Execute(const std::vector<CodeBlock>& blocks) final;
+  // Execute, with each block's output also handed to `sink` as it is written.
+  virtual Result<CodeResult> ExecuteStreaming(const std::vector<CodeBlock>& blocks, const OutputSink& sink);
   std::string Name() const override { return "session"; }
 
   // End the session (its processes are all dead when these run), then copy declared outputs

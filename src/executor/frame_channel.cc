@@ -66,6 +66,10 @@ FrameChannel::Status FrameChannel::WaitFor(short events, uint64_t deadline_ns, s
   }
 }
 
+FrameChannel::Status FrameChannel::WaitReadable(double timeout_seconds, std::string* why) {
+  return WaitFor(POLLIN, DeadlineAfter(timeout_seconds), why);
+}
+
 FrameChannel::Status FrameChannel::ReadExact(char* data, size_t size, uint64_t deadline_ns,
                                              std::string* why) {
   size_t done = 0;

@@ -37,6 +37,8 @@ class FrameChannel {
   Status Write(std::string_view payload, double timeout_seconds, std::string* why);
   // The payload grows as its bytes arrive, so an announced length costs nothing until sent.
   Status Read(std::string* payload, double timeout_seconds, std::string* why);
+  // kOk once the peer has sent a byte to read (or closed), kTimedOut, kAborted or kIoError.
+  Status WaitReadable(double timeout_seconds, std::string* why);
   // True when the peer has sent bytes nobody asked for yet (between requests: a forged or
   // queued-ahead reply).
   bool HasUnreadBytes() const;

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include "src/executor/frame_channel.h"
 #include "src/executor/session_protocol.h"
 
 namespace sbx::executor {
@@ -69,7 +68,7 @@ Result<std::unique_ptr<PythonSession>> PythonSession::Start(std::unique_ptr<Driv
   return MakeError(ErrorCode::kSetupFailed, detail + ")");
 }
 
-CodeResult PythonSession::Run(const CodeBlock& block) {
+CodeResult PythonSession::Run(const CodeBlock& block, const OutputSink& sink) {
   CodeResult result;
   auto started = std::chrono::steady_clock::now();
   const int id = next_id_++;
@@ -92,16 +91,17 @@ CodeResult PythonSession::Run(const CodeBlock& block) {
     return result;
   }
   ExecRequest request{id, block.language, config_.exec_timeout_seconds, config_.output_bytes,
-                      config_.figures_dir};
+                      config_.figures_dir, static_cast<bool>(sink)};
   std::string why;
   // The source is written while the driver reads it; it takes at most as long as the block may.
   const double send_timeout = config_.exec_timeout_seconds + config_.grace_seconds;
   FrameChannel::Status status = channel.Write(ExecRequestJson(request), send_timeout, &why);
   if (status == FrameChannel::Status::kOk) status = channel.Write(block.source, send_timeout, &why);
-  std::string reply;
   if (status == FrameChannel::Status::kOk) {
-    status = channel.Read(&reply, config_.exec_timeout_seconds + config_.grace_seconds + kReplySlackSeconds,
-                          &why);
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(
+                              config_.exec_timeout_seconds + config_.grace_seconds + kReplySlackSeconds));
+    status = ReadReply(channel, id, sink, deadline, result, &why);
   }
   result.wall_ms = ElapsedMs(started);
   if (status == FrameChannel::Status::kTimedOut) {
@@ -110,14 +110,51 @@ CodeResult PythonSession::Run(const CodeBlock& block) {
                      ", so the session was killed", RunStatus::kTimedOut);
     return result;
   }
-  if (status != FrameChannel::Status::kOk) {
-    Lose(result, id, why, RunStatus::kSignaled);
-    return result;
-  }
-  if (auto parsed = ParseExecReply(reply, id, config_.figures_dir, result); !parsed) {
-    Lose(result, id, parsed.error().message, RunStatus::kSignaled);
-  }
+  if (status != FrameChannel::Status::kOk) Lose(result, id, why, RunStatus::kSignaled);
   return result;
+}
+
+FrameChannel::Status PythonSession::ReadReply(FrameChannel& channel, int id, const OutputSink& sink,
+                                              std::chrono::steady_clock::time_point deadline,
+                                              CodeResult& result, std::string* why) {
+  uint64_t streamed[2] = {0, 0};
+  std::string frame;
+  OutputChunk chunk;
+  while (true) {
+    const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) return FrameChannel::Status::kTimedOut;
+    if (sink) {
+      // A frame's bytes are read as one; silence before one is told to the sink.
+      const double idle = config_.stream_idle_seconds;
+      FrameChannel::Status ready = channel.WaitReadable(std::min(left, idle), why);
+      if (ready == FrameChannel::Status::kTimedOut && left > idle) {
+        sink(OutputChunk{OutputChunk::Stream::kIdle, {}});
+        continue;
+      }
+      if (ready != FrameChannel::Status::kOk) return ready;
+    }
+    FrameChannel::Status status = channel.Read(&frame, left, why);
+    if (status != FrameChannel::Status::kOk) return status;
+    if (!sink) {
+      auto parsed = ParseExecReply(frame, id, config_.figures_dir, result);
+      if (!parsed) *why = parsed.error().message;
+      return parsed ? status : FrameChannel::Status::kMalformed;
+    }
+    auto parsed = ParseStreamingFrame(frame, id, config_.figures_dir, chunk, result);
+    if (!parsed) {
+      *why = parsed.error().message;
+      return FrameChannel::Status::kMalformed;
+    }
+    if (*parsed) return status;
+    uint64_t& sent = streamed[chunk.stream == OutputChunk::Stream::kStderr ? 1 : 0];
+    sent += chunk.text.size();
+    if (sent > MaxStreamedTextBytes(config_.output_bytes)) {
+      *why = "session driver output frames: more output than the stream's budget of " +
+             std::to_string(config_.output_bytes) + " bytes (frames written by the code, not the driver)";
+      return FrameChannel::Status::kMalformed;
+    }
+    sink(chunk);
+  }
 }
 
 void PythonSession::Lose(CodeResult& result, int id, const std::string& why, RunStatus fallback) {

@@ -11,6 +11,7 @@
 // crash, the pids limit) ends the session the same way, with the sandbox's status.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "sandbox/error.h"
 #include "src/executor/code_executor.h"
 #include "src/executor/driver_process.h"
+#include "src/executor/frame_channel.h"
 
 namespace sbx::executor {
 
@@ -29,6 +31,7 @@ struct SessionConfig {
   uint64_t output_bytes = 1 << 20;   // per stream
   std::string figures_dir = "output/figures";
   size_t max_frame_bytes = 256u << 20;  // sources up to this size (replies: MaxReplyBytes)
+  double stream_idle_seconds = 15;      // a streaming Run tells its sink of a silence this long
 };
 
 class PythonSession {
@@ -37,8 +40,9 @@ class PythonSession {
                                                       const SessionConfig& config);
   ~PythonSession();
 
-  // Runs one block (the language was validated by the caller).
-  CodeResult Run(const CodeBlock& block);
+  // Runs one block (the language was validated by the caller). With a sink, the block's output
+  // also reaches it as it is written, before Run returns.
+  CodeResult Run(const CodeBlock& block, const OutputSink& sink = {});
   bool alive() const { return alive_; }
   // The sandbox ended between requests (the driver's idle timeout, the session's lifetime).
   bool EndedWhileIdle() const;
@@ -59,6 +63,12 @@ class PythonSession {
   PythonSession(std::unique_ptr<DriverProcess> driver, const SessionConfig& config);
   // Stops the sandbox and fills the result's status, state_lost and notice from how it ended.
   void Lose(CodeResult& result, int id, const std::string& why, RunStatus fallback);
+  // Reads frames until the reply to request `id`, handing output frames to `sink` (which is
+  // set only when the request asked for them). The deadline is the whole block's, however
+  // many frames arrive. An Error is a reply or output frame the driver could not have sent.
+  FrameChannel::Status ReadReply(FrameChannel& channel, int id, const OutputSink& sink,
+                                 std::chrono::steady_clock::time_point deadline, CodeResult& result,
+                                 std::string* why);
 
   std::unique_ptr<DriverProcess> driver_;
   SessionConfig config_;

@@ -219,9 +219,10 @@ void PooledSessionExecutor::Close() {
   MarkBusy(false);
 }
 
-Result<CodeResult> PooledSessionExecutor::Execute(const std::vector<CodeBlock>& blocks) {
+Result<CodeResult> PooledSessionExecutor::ExecuteStreaming(const std::vector<CodeBlock>& blocks,
+                                                           const OutputSink& sink) {
   MarkBusy(true);
-  auto result = SessionExecutor::Execute(blocks);
+  auto result = SessionExecutor::ExecuteStreaming(blocks, sink);
   MarkBusy(false);
   return result;
 }
@@ -304,6 +305,7 @@ Result<std::unique_ptr<PooledSessionExecutor>> SessionPool::Acquire(PooledSessio
   executor_options.image_dir = core_->image_dir;
   executor_options.grace_seconds = options.grace_seconds;
   executor_options.figures_dir = options.figures_dir;
+  executor_options.stream_idle_seconds = options.stream_idle_seconds;
   executor_options.session_idle_seconds = core_->options.session_idle_seconds;
   auto session = core_->Take();
   if (!session) return session.error().Context("pool");

@@ -84,6 +84,7 @@ struct PooledSessionOptions {
   double timeout_seconds = 60;    // per block, as policy.limits.timeout_seconds of a session
   double grace_seconds = 2;
   std::string figures_dir = "output/figures";
+  double stream_idle_seconds = 15;  // as ExecutorOptions'
 };
 
 class SessionPool;
@@ -95,7 +96,7 @@ class PooledSessionExecutor final : public SessionExecutor {
   std::string Name() const override { return "pooled session"; }
   // As SessionExecutor's. From Acquire to the end of the first execution (or Close), and
   // during every later one, the pool defers refilling (PoolOptions::refill_deferral_seconds).
-  Result<CodeResult> Execute(const std::vector<CodeBlock>& blocks) override;
+  Result<CodeResult> ExecuteStreaming(const std::vector<CodeBlock>& blocks, const OutputSink& sink) override;
   // As SessionExecutor's; a closed session no longer holds refills back.
   void Close() override;
   // The host pid of the current session's pid 1 (0 before one exists), for measurements.

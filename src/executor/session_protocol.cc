@@ -194,7 +194,8 @@ std::string ExecRequestJson(const ExecRequest& request) {
               {"language", request.language},
               {"timeout_seconds", request.timeout_seconds},
               {"output_bytes", request.output_bytes},
-              {"figures_dir", request.figures_dir}};
+              {"figures_dir", request.figures_dir},
+              {"stream", request.stream}};
   return out.dump();
 }
 
@@ -213,14 +214,55 @@ size_t MaxReplyBytes(uint64_t output_bytes) {
   return static_cast<size_t>(std::min<uint64_t>(6 * text + (1 << 20), UINT32_MAX));
 }
 
-Result<void> ParseExecReply(const std::string& text, int expected_id, const std::string& figures_dir,
-                            CodeResult& result) {
+// The frame as a DOM, once its shape is known to be within a reply's bounds.
+Result<json> ParseBounded(const std::string& text) {
   ReplyShapeCheck shape;
   if (!json::sax_parse(text, &shape)) return BadReply(shape.why.empty() ? "not valid JSON" : shape.why);
   json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return BadReply("not valid JSON");
+  return parsed;
+}
+
+Result<void> ParseExecReply(const std::string& text, int expected_id, const std::string& figures_dir,
+                            CodeResult& result) {
+  auto parsed = ParseBounded(text);
+  if (!parsed) return parsed.error();
   try {
-    return FillFromReply(parsed, expected_id, figures_dir, result);
+    return FillFromReply(*parsed, expected_id, figures_dir, result);
+  } catch (const json::exception& e) {
+    return BadReply(e.what());
+  }
+}
+
+Result<bool> ParseStreamingFrame(const std::string& text, int expected_id, const std::string& figures_dir,
+                                 OutputChunk& chunk, CodeResult& result) {
+  auto parsed = ParseBounded(text);
+  if (!parsed) return parsed.error();
+  try {
+    if (!parsed->is_object() || !parsed->contains("op")) {
+      if (auto filled = FillFromReply(*parsed, expected_id, figures_dir, result); !filled) {
+        return filled.error();
+      }
+      return true;
+    }
+    const json& frame = *parsed;
+    if (frame["op"] != "output") return BadReply("\"op\" of a frame during a block is not \"output\"");
+    if (frame.size() != 4) return BadReply("an output frame must hold exactly op, id, stream and text");
+    auto id = Member(frame, "id", IsInteger, "an integer");
+    if (!id) return id.error();
+    if ((*id)->get<int64_t>() != expected_id) {
+      return BadReply("output for request " + (*id)->dump() + ", expected " + std::to_string(expected_id));
+    }
+    auto stream = StringMember(frame, "stream");
+    if (!stream) return stream.error();
+    if (*stream != "stdout" && *stream != "stderr") {
+      return BadReply("an output frame's \"stream\" is not \"stdout\" or \"stderr\"");
+    }
+    auto output = StringMember(frame, "text");
+    if (!output) return output.error();
+    chunk.stream = *stream == "stderr" ? OutputChunk::Stream::kStderr : OutputChunk::Stream::kStdout;
+    chunk.text = std::move(*output);
+    return false;
   } catch (const json::exception& e) {
     return BadReply(e.what());
   }

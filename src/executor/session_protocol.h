@@ -18,6 +18,7 @@ struct ExecRequest {
   double timeout_seconds = 60;
   uint64_t output_bytes = 1 << 20;  // per stream; the driver keeps head and tail
   std::string figures_dir = "output/figures";
+  bool stream = false;  // the driver sends "output" frames as the block writes, before the reply
 };
 
 std::string ExecRequestJson(const ExecRequest& request);
@@ -44,5 +45,17 @@ inline constexpr size_t kMaxReplyFigures = 1024;
 // them (no other name, so no control character, reaches a result or the model).
 Result<void> ParseExecReply(const std::string& json, int expected_id,
                             const std::string& figures_dir, CodeResult& result);
+
+// The text of one streamed stream in output frames is at most this much of a budget of
+// `output_bytes` raw bytes: each byte that is not UTF-8 becomes U+FFFD (3 bytes), and a
+// character cut at the budget's end one more. Past it the frames were forged by the code.
+inline uint64_t MaxStreamedTextBytes(uint64_t output_bytes) { return 3 * output_bytes + 3; }
+
+// A frame that answers a streaming request: either an "output" frame, filling `chunk`
+// (false returned), or the reply, filling `result` as ParseExecReply does (true returned).
+// An output frame must be exactly {"op": "output", "id", "stream": "stdout"|"stderr", "text"}.
+Result<bool> ParseStreamingFrame(const std::string& json, int expected_id,
+                                 const std::string& figures_dir, OutputChunk& chunk,
+                                 CodeResult& result);
 
 }  // namespace sbx::executor

@@ -27,6 +27,15 @@ using nlohmann::json;
 constexpr int kMaxJsonDepth = 32;
 constexpr double kMaxIdleSeconds = 7 * 24 * 3600.0;
 
+constexpr const char* kEventsContentType = "application/x-ndjson";
+
+// The client asked for the execution's events as they happen (docs/server-api.md, streaming).
+bool WantsEvents(const HttpRequest& request) {
+  auto accept = request.headers.find("accept");
+  return request.chunked != nullptr && accept != request.headers.end() &&
+         accept->second.find(kEventsContentType) != std::string::npos;
+}
+
 // Handlers throw ApiError; Handle() turns it into the response.
 [[noreturn]] void Fail(ApiError error) { throw error; }
 
@@ -269,6 +278,10 @@ HttpResponse Api::Handle(HttpRequest& request) {
     response = HttpResponse::FromError(ApiError{500, "internal", error.what()});
   }
   metrics_.CountRequest(response.status);
+  if (request.chunked != nullptr && request.chunked->started() && response.status != 200) {
+    // The 200 went out with the first event: the error is the stream's last event instead.
+    response.body = json{{"type", "error"}, {"status", response.status}, {"error", json::parse(response.body)["error"]}}.dump() + "\n";
+  }
   return response;
 }
 
@@ -440,18 +453,43 @@ HttpResponse Api::Execute(ServerSession& session, const HttpRequest& request) {
     code_blocks.push_back({language->get<std::string>(), code->get<std::string>()});
   }
   SessionTurn turn(session, true);
-  executor::CodeResult result = RunBlocks(session, request, code_blocks, BlockTimeout(body, session));
-  return JsonResponse(200, CodeResultJson(result, session.executor().workspace_fd()));
+  return Answer(session, request, code_blocks, BlockTimeout(body, session), [&session](const auto& result) {
+    return CodeResultJson(result, session.executor().workspace_fd());
+  });
+}
+
+HttpResponse Api::Answer(ServerSession& session, const HttpRequest& request,
+                         const std::vector<executor::CodeBlock>& blocks, double timeout,
+                         const std::function<json(const executor::CodeResult&)>& result_json) {
+  if (!WantsEvents(request)) return JsonResponse(200, result_json(RunBlocks(session, request, blocks, timeout)));
+  // NDJSON: an event a line as the blocks write, a keepalive after a silence, the result last.
+  ChunkedResponse& events = *request.chunked;
+  executor::SessionExecutor& executor = session.executor();
+  const executor::OutputSink sink = [&events, &executor](const executor::OutputChunk& chunk) {
+    if (events.failed()) return;
+    using Stream = executor::OutputChunk::Stream;
+    json event = chunk.stream == Stream::kIdle
+                     ? json{{"type", "keepalive"}}
+                     : json{{"type", chunk.stream == Stream::kStderr ? "stderr" : "stdout"}, {"text", chunk.text}};
+    // A client that stops reading is treated as gone: its execution is cancelled.
+    if (!events.Write(event.dump() + "\n", kEventsContentType)) executor.Cancel();
+  };
+  const json final_event = {{"type", "result"}, {"result", result_json(RunBlocks(session, request, blocks, timeout, sink))}};
+  if (!events.started()) events.Write({}, kEventsContentType);
+  HttpResponse response;
+  response.body = final_event.dump() + "\n";
+  return response;
 }
 
 executor::CodeResult Api::RunBlocks(ServerSession& session, const HttpRequest& request,
-                                    const std::vector<executor::CodeBlock>& blocks, double timeout) {
+                                    const std::vector<executor::CodeBlock>& blocks, double timeout,
+                                    const executor::OutputSink& sink) {
   executor::SessionExecutor& executor = session.executor();
   executor.SetBlockTimeout(timeout);
   const auto started = std::chrono::steady_clock::now();
   Result<executor::CodeResult> result = [&] {
     DisconnectWatch watch(request.connection_fd, [&executor] { executor.Cancel(); });
-    return executor.Execute(blocks);
+    return executor.ExecuteStreaming(blocks, sink);
   }();
   if (!result) Fail(FromError(result.error(), "start the session"));
   metrics_.CountExecution(RunStatusName(result->status),
@@ -464,15 +502,16 @@ HttpResponse Api::Exec(ServerSession& session, const HttpRequest& request) {
   OnlyFields(body, {"argv", "shell", "stdin", "stdin_base64", "timeout"}, "");
   const std::string script = ExecScript(body);
   SessionTurn turn(session, true);
-  executor::CodeResult result = RunBlocks(session, request, {{"sh", script}}, BlockTimeout(body, session));
-  return JsonResponse(200, {{"exit_code", result.exit_code},
-                            {"status", RunStatusName(result.status)},
-                            {"stdout", result.stdout_text},
-                            {"stderr", result.stderr_text},
-                            {"stdout_truncated", result.stdout_truncated},
-                            {"stderr_truncated", result.stderr_truncated},
-                            {"wall_ms", result.wall_ms},
-                            {"notice", result.notice}});
+  return Answer(session, request, {{"sh", script}}, BlockTimeout(body, session), [](const auto& result) {
+    return json{{"exit_code", result.exit_code},
+                {"status", RunStatusName(result.status)},
+                {"stdout", result.stdout_text},
+                {"stderr", result.stderr_text},
+                {"stdout_truncated", result.stdout_truncated},
+                {"stderr_truncated", result.stderr_truncated},
+                {"wall_ms", result.wall_ms},
+                {"notice", result.notice}};
+  });
 }
 
 HttpResponse Api::RunOnce(const HttpRequest& request) {

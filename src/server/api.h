@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,10 +48,16 @@ class Api {
   HttpResponse Exec(ServerSession& session, const HttpRequest& request);
   HttpResponse Files(ServerSession& session, const HttpRequest& request, const std::string& path);
   HttpResponse Workspace(ServerSession& session, const HttpRequest& request);
-  // Runs blocks in the session (the caller holds its turn); a client that disconnects cancels
-  // them. Counts the execution in the metrics.
+  // Runs blocks in the session (the caller holds its turn), their output also to `sink` if set;
+  // a client that disconnects cancels them. Counts the execution in the metrics.
   executor::CodeResult RunBlocks(ServerSession& session, const HttpRequest& request,
-                                 const std::vector<executor::CodeBlock>& blocks, double timeout);
+                                 const std::vector<executor::CodeBlock>& blocks, double timeout,
+                                 const executor::OutputSink& sink = {});
+  // Runs blocks and answers with `result_json` of their result: as one JSON answer, or as
+  // NDJSON events (output as it comes, then the result) when the client accepts them.
+  HttpResponse Answer(ServerSession& session, const HttpRequest& request,
+                      const std::vector<executor::CodeBlock>& blocks, double timeout,
+                      const std::function<nlohmann::json(const executor::CodeResult&)>& result_json);
   // The server's policy tightened by a request's inline one; 403 if it would loosen it.
   Policy Tightened(const nlohmann::json& inline_policy) const;
   // The block timeout a request asks for (at most the session's), or the session's own.

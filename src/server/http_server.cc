@@ -13,6 +13,7 @@
 #include <boost/beast/http.hpp>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 
 namespace sbx::server {
 namespace {
@@ -146,7 +147,49 @@ void WriteResponse(DeadlineStream& stream, const HttpResponse& response, bool ke
   http::write(stream, message, ec);
 }
 
+// All of `data`, however many writes it takes, within the stream's deadline per write.
+bool SendAll(DeadlineStream& stream, std::string_view data) {
+  while (!data.empty()) {
+    error_code ec;
+    const size_t sent = stream.write_some(boost::asio::buffer(data.data(), data.size()), ec);
+    if (ec) return false;
+    data.remove_prefix(sent);
+  }
+  return true;
+}
+
 }  // namespace
+
+bool ChunkedResponse::Write(std::string_view data, const std::string& content_type) {
+  if (failed_) return false;
+  if (!started_) {
+    started_ = true;
+    std::string head = "HTTP/1.1 200 OK\r\nServer: sbx\r\nContent-Type: " + content_type +
+                       "\r\nTransfer-Encoding: chunked\r\nCache-Control: no-store\r\n";
+    if (!keep_alive_) head += "Connection: close\r\n";
+    failed_ = !send_(head + "\r\n");
+    if (failed_) return false;
+  }
+  return SendChunk(data);
+}
+
+bool ChunkedResponse::Finish(std::string_view last) {
+  if (!SendChunk(last)) return false;
+  failed_ = !send_("0\r\n\r\n");
+  return !failed_;
+}
+
+bool ChunkedResponse::SendChunk(std::string_view data) {
+  if (failed_) return false;
+  if (data.empty()) return true;  // an empty chunk would end the response
+  char size[24];
+  const int length = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  std::string chunk;
+  chunk.reserve(static_cast<size_t>(length) + data.size() + 2);
+  chunk.append(size, static_cast<size_t>(length)).append(data).append("\r\n");
+  failed_ = !send_(chunk);
+  return !failed_;
+}
 
 HttpResponse HttpResponse::Json(int status, std::string body) {
   HttpResponse response;
@@ -296,10 +339,20 @@ void HttpServer::Serve(std::shared_ptr<Connection> connection) {
       request.body = std::move(parser.get().body());
       request.connection_fd = fd;
       keep_going = parser.get().keep_alive();
+      ChunkedResponse chunked([&stream](std::string_view data) { return SendAll(stream, data); },
+                              keep_going);
+      request.chunked = &chunked;
       if (auto denied = Authenticate(*connection, request)) {
         response = HttpResponse::FromError(*denied);
       } else {
         response = handler_(request);
+      }
+      if (chunked.started()) {
+        // The head went out with the first piece: the rest of the answer ends the chunks, and a
+        // connection that stopped taking them cannot carry another request.
+        const bool finished = chunked.Finish(response.body);
+        if (!SetBusy(*connection, false) || !finished) keep_going = false;
+        continue;
       }
     }
     if (!SetBusy(*connection, false)) keep_going = false;

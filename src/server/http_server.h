@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -26,12 +27,35 @@
 
 namespace sbx::server {
 
+// A response a handler sends in pieces while it works (chunked transfer encoding): the first
+// Write sends the head (200, `content_type`), each Write one chunk, and what the handler then
+// returns is the last piece. Write is false once the client cannot take more (gone, or not
+// reading within the read timeout); the handler should stop its work then.
+class ChunkedResponse {
+ public:
+  using Send = std::function<bool(std::string_view)>;
+  ChunkedResponse(Send send, bool keep_alive) : send_(std::move(send)), keep_alive_(keep_alive) {}
+  bool Write(std::string_view data, const std::string& content_type);
+  // Ends the response with `last` as its final chunk; false if it could not be sent.
+  bool Finish(std::string_view last);
+  bool started() const { return started_; }
+  bool failed() const { return failed_; }
+
+ private:
+  bool SendChunk(std::string_view data);
+  Send send_;
+  bool keep_alive_;
+  bool started_ = false;
+  bool failed_ = false;
+};
+
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...
   std::string target;  // the path with its query, as sent
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   int connection_fd = -1;  // for DisconnectWatch only: the transport owns the socket
+  ChunkedResponse* chunked = nullptr;  // for handlers that stream their answer
 };
 
 struct HttpResponse {

@@ -122,6 +122,7 @@ Result<std::shared_ptr<ServerSession>> SessionRegistry::Create(SessionRequest re
       executor::PooledSessionOptions pooled_options;
       pooled_options.manifest = std::move(request.manifest);
       pooled_options.timeout_seconds = request.policy.limits.timeout_seconds;
+      pooled_options.stream_idle_seconds = options_.keepalive_seconds;
       auto acquired = options_.pool->Acquire(std::move(pooled_options));
       if (!acquired) return acquired.error();
       return std::unique_ptr<executor::SessionExecutor>(std::move(*acquired));
@@ -131,6 +132,7 @@ Result<std::shared_ptr<ServerSession>> SessionRegistry::Create(SessionRequest re
     executor_options.image_dir = options_.image_dir;
     executor_options.manifest = std::move(request.manifest);
     executor_options.session_idle_seconds = request.idle_timeout_seconds;
+    executor_options.stream_idle_seconds = options_.keepalive_seconds;
     return executor::SessionExecutor::Create(std::move(executor_options));
   }();
   std::lock_guard lock(mutex_);

@@ -81,6 +81,7 @@ struct RegistryOptions {
   std::string image_dir;    // empty: the default image
   size_t max_sessions = 32;
   executor::SessionPool* pool = nullptr;  // null: every session starts cold
+  double keepalive_seconds = 15;  // a streamed execution's keepalive after this much silence
 };
 
 class SessionRegistry {

@@ -7,6 +7,8 @@
 //     cap), never a hang or kOk past the input;
 //   - a reply accepted by ParseExecReply has an exit code in 0..255 and figures named
 //     output/figures/cell-<id>-<n>.png only;
+//   - a frame of a streaming block (ParseStreamingFrame) is either such a reply, accepted by
+//     ParseExecReply too, or output of stdout or stderr for this request, its text valid UTF-8;
 //   - an error names the reply and holds no control byte the driver could use to forge lines.
 #include <sys/socket.h>
 #include <unistd.h>
@@ -33,10 +35,7 @@ void CheckMessage(const sbx::Error& error) {
   for (char c : error.message) SBX_FUZZ_CHECK(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f);
 }
 
-void CheckReply(const std::string& frame) {
-  sbx::executor::CodeResult result;
-  const auto parsed = sbx::executor::ParseExecReply(frame, kRequestId, "output/figures", result);
-  if (!parsed) return CheckMessage(parsed.error());
+void CheckAcceptedReply(const sbx::executor::CodeResult& result) {
   SBX_FUZZ_CHECK(result.exit_code >= 0 && result.exit_code <= 255);
   SBX_FUZZ_CHECK(result.images.size() <= sbx::executor::kMaxReplyFigures);
   for (const std::string& image : result.images) {
@@ -44,6 +43,47 @@ void CheckReply(const std::string& frame) {
     const std::string_view number(image.data() + 22, image.size() - 22 - 4);
     SBX_FUZZ_CHECK(!number.empty() && number.find_first_not_of("0123456789") == std::string::npos);
   }
+}
+
+// Each byte of `text` starts or continues a UTF-8 sequence of the right length, no overlong,
+// surrogate or out-of-range code point among them.
+bool IsUtf8(const std::string& text) {
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xe ? 3 : (byte >> 3) == 0x1e ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return false;
+    uint32_t point = length == 1 ? byte : byte & (0xff >> (length + 1));
+    for (size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xc0) != 0x80) return false;
+      point = point << 6 | (next & 0x3f);
+    }
+    const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (point < smallest[length] || point > 0x10ffff || (point >= 0xd800 && point <= 0xdfff)) return false;
+    i += length;
+  }
+  return true;
+}
+
+void CheckReply(const std::string& frame) {
+  sbx::executor::CodeResult result;
+  const auto parsed = sbx::executor::ParseExecReply(frame, kRequestId, "output/figures", result);
+  if (!parsed) {
+    CheckMessage(parsed.error());
+  } else {
+    CheckAcceptedReply(result);
+  }
+  sbx::executor::OutputChunk chunk;
+  sbx::executor::CodeResult streamed;
+  const auto kind = sbx::executor::ParseStreamingFrame(frame, kRequestId, "output/figures", chunk, streamed);
+  if (!kind) return CheckMessage(kind.error());
+  if (*kind) {
+    SBX_FUZZ_CHECK(parsed);  // the same reply, with or without streaming
+    CheckAcceptedReply(streamed);
+    return;
+  }
+  SBX_FUZZ_CHECK(chunk.stream != sbx::executor::OutputChunk::Stream::kIdle);
+  SBX_FUZZ_CHECK(IsUtf8(chunk.text));
 }
 
 }  // namespace

@@ -20,19 +20,6 @@ std::unique_ptr<SessionExecutor> NewSession() {
   return sbx::testing::NewSession(sbx::testing::TestExecutorOptions(30));
 }
 
-// Python that finds the driver's channel (the one socket among the cell's fds) and the cell's
-// id (its file is cell-<id>.py), then defines send(payload) writing one frame to it.
-constexpr char kChannelPrelude[] = R"(
-import os, stat, struct, sys
-cell = int(sys._getframe().f_code.co_filename.rsplit("cell-", 1)[1].split(".")[0])
-channel = next(fd for fd in range(3, 256)
-               if os.path.exists("/proc/self/fd/%d" % fd) and stat.S_ISSOCK(os.fstat(fd).st_mode))
-def send(payload):
-    view = memoryview(struct.pack(">I", len(payload)) + payload)
-    while view:
-        view = view[os.write(channel, view):]
-)";
-
 long PeakRssKib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -44,7 +31,7 @@ TEST(SessionChannel, AReplyForgedAheadForTheNextBlockIsNeverTakenAsItsResult) {
   ASSERT_TRUE(session);
   // After its own reply has gone (the driver's main thread is back at its select on the
   // channel), the block queues a well-formed reply for the next request, then says so in a file.
-  CodeResult first = Python(*session, std::string(kChannelPrelude) + R"(
+  CodeResult first = Python(*session, std::string(sbx::testing::kChannelPrelude) + R"(
 import json, linecache, threading, time
 forged = {"id": cell + 1, "outcome": "ok", "exit_code": 0, "stdout": "FORGED\n", "stderr": "",
           "output": [["stdout", "FORGED\n"]], "stdout_truncated": False,
@@ -83,7 +70,7 @@ TEST(SessionChannel, AFrameOfNestedBracketsIsRefusedWithoutCostingTheRunnerItsSi
   const long before_kib = PeakRssKib();
   // 16 MiB of '[' then ']': before the shape check, nlohmann built ~40 bytes of DOM per byte
   // (~650 MB in this process); the reply cap alone (~26 MiB) does not stop it.
-  CodeResult r = Python(*session, std::string(kChannelPrelude) + R"(
+  CodeResult r = Python(*session, std::string(sbx::testing::kChannelPrelude) + R"(
 levels = 8 << 20
 send(b"[" * levels + b"]" * levels)
 )");
@@ -100,7 +87,7 @@ TEST(SessionChannel, AnAnnouncedButUnsentFrameOverTheReplyCapIsRefusedAtOnce) {
   ASSERT_TRUE(session);
   const auto started = std::chrono::steady_clock::now();
   // 200 MiB is under the source cap (256 MiB) but over a reply's (~26 MiB at 1 MiB per stream).
-  CodeResult r = Python(*session, std::string(kChannelPrelude) + R"(
+  CodeResult r = Python(*session, std::string(sbx::testing::kChannelPrelude) + R"(
 os.write(channel, struct.pack(">I", 200 << 20))
 import time; time.sleep(20)
 )");

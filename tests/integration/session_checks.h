@@ -31,4 +31,21 @@ void ExpectIsolatedWithoutHostSecrets(executor::CodeExecutor& executor);
 // and EBADF (harmless: nothing is mounted or entered).
 void ExpectSeccompFilterActive(executor::CodeExecutor& executor);
 
+// Python for a block that forges on its driver's channel (they share a process): it finds the
+// channel (the one socket among the cell's fds) and the cell's id (its file is cell-<id>.py),
+// then defines send(payload), writing one frame, and output(text, id=cell), one output frame.
+inline constexpr char kChannelPrelude[] = R"(
+import json, os, stat, struct, sys
+cell = int(sys._getframe().f_code.co_filename.rsplit("cell-", 1)[1].split(".")[0])
+channel = next(fd for fd in range(3, 256)
+               if os.path.exists("/proc/self/fd/%d" % fd) and stat.S_ISSOCK(os.fstat(fd).st_mode))
+def send(payload):
+    view = memoryview(struct.pack(">I", len(payload)) + payload)
+    while view:
+        view = view[os.write(channel, view):]
+def output(text, id=None):
+    send(json.dumps({"op": "output", "id": cell if id is None else id, "stream": "stdout",
+                     "text": text}).encode())
+)";
+
 }  // namespace sbx::testing

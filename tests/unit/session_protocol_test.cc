@@ -214,6 +214,59 @@ TEST(SessionProtocol, RequestsCarryTheBlockSettings) {
   EXPECT_EQ(nlohmann::json::parse(CloseRequestJson())["op"], "close");
 }
 
+TEST(SessionProtocol, StreamingRequestsAskForOutputFrames) {
+  ExecRequest request{3, "python", 10, 1024, "output/figures", true};
+  EXPECT_EQ(nlohmann::json::parse(ExecRequestJson(request))["stream"], true);
+  request.stream = false;
+  EXPECT_EQ(nlohmann::json::parse(ExecRequestJson(request))["stream"], false);
+}
+
+TEST(SessionProtocol, OutputFramesAreReadUntilTheReply) {
+  OutputChunk chunk;
+  CodeResult result;
+  const nlohmann::json output = {{"op", "output"}, {"id", 3}, {"stream", "stderr"}, {"text", "caf\u00e9\n"}};
+  auto parsed = ParseStreamingFrame(output.dump(), 3, "output/figures", chunk, result);
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_FALSE(*parsed);
+  EXPECT_EQ(chunk.stream, OutputChunk::Stream::kStderr);
+  EXPECT_EQ(chunk.text, "caf\u00e9\n");
+  EXPECT_TRUE(result.output.empty());
+  parsed = ParseStreamingFrame(GoodReply().dump(), 3, "output/figures", chunk, result);
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_TRUE(*parsed);
+  EXPECT_EQ(result.exit_code, GoodReply()["exit_code"]);
+}
+
+TEST(SessionProtocol, RejectsEveryMalformedOutputFrameNamingTheField) {
+  const nlohmann::json good = {{"op", "output"}, {"id", 3}, {"stream", "stdout"}, {"text", "x"}};
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
+      {[](auto& f) { f["op"] = "exec"; }, "\"op\""},
+      {[](auto& f) { f["id"] = 4; }, "output for request 4, expected 3"},
+      {[](auto& f) { f["id"] = "3"; }, "\"id\" is not an integer"},
+      {[](auto& f) { f["stream"] = "stdin"; }, "\"stream\""},
+      {[](auto& f) { f.erase("stream"); }, "exactly op, id, stream and text"},
+      {[](auto& f) { f["text"] = 7; }, "\"text\" is not a string"},
+      {[](auto& f) { f["extra"] = true; }, "exactly op, id, stream and text"},
+  };
+  for (const auto& [mutate, expected] : cases) {
+    nlohmann::json frame = good;
+    mutate(frame);
+    OutputChunk chunk;
+    CodeResult result;
+    auto parsed = ParseStreamingFrame(frame.dump(), 3, "output/figures", chunk, result);
+    ASSERT_FALSE(parsed) << frame.dump();
+    EXPECT_NE(parsed.error().message.find(expected), std::string::npos)
+        << frame.dump() << ": " << parsed.error().message;
+  }
+  // Invalid UTF-8 in the text, or nesting past a reply's shape, is refused like a bad reply.
+  OutputChunk chunk;
+  CodeResult result;
+  EXPECT_FALSE(ParseStreamingFrame("{\"op\":\"output\",\"id\":3,\"stream\":\"stdout\",\"text\":\"\xff\"}", 3,
+                                   "output/figures", chunk, result));
+  EXPECT_FALSE(ParseStreamingFrame(std::string(64, '[') + std::string(64, ']'), 3, "output/figures", chunk, result));
+  EXPECT_EQ(MaxStreamedTextBytes(1024), 3075u);
+}
+
 TEST(SessionProtocol, ValidateBlocksNamesTheBlockAndTheFix) {
   EXPECT_TRUE(ValidateBlocks({{"python", "1"}, {"bash", "true"}, {"sh", "true"}}));
   auto bad = ValidateBlocks({{"python", "1"}, {"Python ", "1"}});
