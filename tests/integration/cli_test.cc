@@ -248,35 +248,75 @@ TEST(Cli, SecondConcurrentRunOnAWorkspaceIsRefused) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-TEST(Cli, RootlessModeMapsTheCallerTo1000) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged test uid";
-  constexpr uid_t kTestUid = 43210;  // an ordinary uid with no passwd entry
-  const std::string image = TestImage();  // root's image: any user may run it
+// Runs sbx as `uid` (an ordinary uid with no passwd entry, no supplementary groups), with the
+// image cache at root's (any user may run that image) and its stdout and stderr together.
+HostRun SbxAsUser(uid_t uid, const std::vector<std::string>& args) {
   int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
+  EXPECT_EQ(::pipe(fds), 0);
   pid_t child = ::fork();
   if (child == 0) {
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(kTestUid, kTestUid, kTestUid) != 0 ||
-        ::setresuid(kTestUid, kTestUid, kTestUid) != 0)
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0)
       ::_exit(99);
-    // No cgroup is writable for an ordinary user here, so the policy must accept rlimits.
-    ::execl(SBX_BINARY, SBX_BINARY, "run", "--allow-degraded", "cgroup", "--image", image.c_str(),
-            "--", "/bin/sh", "-c", "id -u; cat /proc/self/uid_map | tr -s ' '", nullptr);
+    ::setenv("XDG_CACHE_HOME", "/var/cache", 1);
+    std::vector<char*> argv = {const_cast<char*>(SBX_BINARY)};
+    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    ::execv(SBX_BINARY, argv.data());
     ::_exit(127);
   }
   ::close(fds[1]);
-  std::string output;
+  HostRun run;
   char buffer[512];
   ssize_t n;
-  while ((n = ::read(fds[0], buffer, sizeof(buffer))) > 0) output.append(buffer, static_cast<size_t>(n));
+  while ((n = ::read(fds[0], buffer, sizeof(buffer))) > 0) run.output.append(buffer, static_cast<size_t>(n));
   ::close(fds[0]);
   int status = 0;
   ::waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status)) << output;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << output;
-  EXPECT_EQ(output, "1000\n 1000 43210 1\n");
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run;
+}
+
+constexpr uid_t kTestUid = 43210;
+
+TEST(Cli, RootlessModeMapsTheCallerTo1000) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged test uid";
+  // No cgroup is writable for an ordinary user here, so the policy must accept rlimits.
+  HostRun run = SbxAsUser(kTestUid, {"run", "--allow-degraded", "cgroup", "--image", TestImage(), "--",
+                                     "/bin/sh", "-c", "id -u; cat /proc/self/uid_map | tr -s ' '"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "1000\n 1000 43210 1\n");
+}
+
+// `sbx doctor`'s verdict is what `sbx run` with the default policy then does, for root and for
+// an ordinary user; where the user's run refuses (no cgroup it may write), doctor says so and
+// names both fixes, and the second fix works.
+TEST(Cli, DoctorsVerdictIsWhatTheDefaultRunDoes) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged test uid";
+  HostRun root_doctor = Sbx({"doctor", "--json"});
+  const auto root_verdict = nlohmann::json::parse(root_doctor.output);
+  HostRun root_run = Sbx({"run", "--", "/bin/true"});
+  EXPECT_EQ(Field(root_verdict, "/default_run/runs"), true) << root_doctor.output;
+  EXPECT_EQ(root_doctor.exit_code, 0);
+  EXPECT_EQ(root_run.exit_code, 0) << root_run.output;
+
+  HostRun user_doctor = SbxAsUser(kTestUid, {"doctor", "--json"});
+  const auto user_verdict = nlohmann::json::parse(user_doctor.output);
+  HostRun user_run = SbxAsUser(kTestUid, {"run", "--", "/bin/true"});
+  EXPECT_EQ(Field(user_verdict, "/can_run_safely"), true) << user_doctor.output;
+  // On this host an ordinary user may write no cgroup (v1 hierarchies owned by root, v2 with
+  // no delegated controllers): the refusal this test is about.
+  ASSERT_EQ(Field(user_verdict, "/default_run/runs"), false) << user_doctor.output;
+  EXPECT_EQ(user_doctor.exit_code, 1);
+  EXPECT_EQ(user_run.exit_code, 125) << user_run.output;
+  const std::string refusal = Field(user_verdict, "/default_run/refusal");
+  EXPECT_NE(refusal.find("allow_degraded"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("Delegate=yes"), std::string::npos) << refusal;
+  EXPECT_NE(user_run.output.find("no usable cgroup"), std::string::npos) << user_run.output;
+  EXPECT_NE(refusal.find("no usable cgroup"), std::string::npos) << refusal;
+  HostRun degraded = SbxAsUser(kTestUid, {"run", "--allow-degraded", "cgroup", "--", "/bin/true"});
+  EXPECT_EQ(degraded.exit_code, 0) << degraded.output;
 }
 
 // --network host shares the host's interfaces: the sandbox lists exactly the host's names (and
