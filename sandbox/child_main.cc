@@ -168,7 +168,8 @@ void SandboxChildMain(const ChildPlan& plan) {
   // only id mapped. Leaving the unmapped host root keeps the namespace capabilities.
   if (int err = SwitchToSetupIds(plan.root_mode)) FailSetup(sync_fd, ChildStep::kSetIds, err);
   // 8-12. The mount tree and pivot_root.
-  if (int err = ApplyMountsInChild(plan.mounts, sources, &step)) FailSetup(sync_fd, step, err);
+  bool root_moved = false;
+  if (int err = ApplyMountsInChild(plan.mounts, sources, &step, &root_moved)) FailSetup(sync_fd, step, err);
   // 13. Hostname and loopback.
   if (::sethostname("sandbox", 7) != 0) FailSetup(sync_fd, ChildStep::kHostname, errno);
   if (plan.set_up_loopback) {
@@ -194,7 +195,7 @@ void SandboxChildMain(const ChildPlan& plan) {
   // program's own switch before its execve (dumpability belongs to the memory they shared).
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kSetIds, errno);
   if (int err = CloseAllExcept(sync_fd, signal_fd)) FailSetup(sync_fd, ChildStep::kCloseFds, err);
-  RunInitInChild(sync_fd, program, signal_fd);
+  RunInitInChild(sync_fd, program, signal_fd, root_moved ? kReportRootMoved : 0);
 }
 
 }  // namespace sbx

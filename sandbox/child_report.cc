@@ -52,7 +52,7 @@ uint64_t CpuMicroseconds(const struct rusage& usage) {
 }
 
 void SendChildReport(int fd, ReportKind kind, ChildStep step, int err_no, int value) {
-  SendChildReport(fd, ChildReport{kind, step, err_no, value, 0, 0});
+  SendChildReport(fd, ChildReport{kind, step, err_no, value, 0, 0, 0});
 }
 
 void SendChildReport(int fd, const ChildReport& report) {

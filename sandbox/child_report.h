@@ -62,7 +62,12 @@ struct ChildReport {
   // the runner need not wait for the init's exit (the namespaces' teardown) to account the run.
   uint64_t cpu_us;
   uint64_t max_rss_kib;
+  uint32_t flags;  // kProgramEnded: kReportRootMoved
 };
+
+// The root was entered by moving it over "/" and chroot, because the kernel refused
+// pivot_root (ApplyMountsInChild); the result's enforcement says so.
+inline constexpr uint32_t kReportRootMoved = 1;
 
 const char* ChildStepName(ChildStep step);
 

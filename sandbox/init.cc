@@ -32,18 +32,18 @@ void SignalEveryone(int signal) {
 
 // The program's end, with what every process of the namespace used: the init's own usage
 // plus its reaped children's, as wait4() on the init would sum them.
-void ReportProgramEnded(int sync_fd, int program_status) {
+void ReportProgramEnded(int sync_fd, int program_status, uint32_t flags) {
   struct rusage self {}, children {};
   ::getrusage(RUSAGE_SELF, &self);
   ::getrusage(RUSAGE_CHILDREN, &children);
-  ChildReport report{ReportKind::kProgramEnded, ChildStep::kExec, 0, program_status, 0, 0};
+  ChildReport report{ReportKind::kProgramEnded, ChildStep::kExec, 0, program_status, 0, 0, flags};
   report.cpu_us = CpuMicroseconds(self) + CpuMicroseconds(children);
   report.max_rss_kib = static_cast<uint64_t>(self.ru_maxrss > children.ru_maxrss ? self.ru_maxrss
                                                                                  : children.ru_maxrss);
   SendChildReport(sync_fd, report);
 }
 
-[[noreturn]] void KillEveryoneAndExit(int sync_fd, bool report, int program_status) {
+[[noreturn]] void KillEveryoneAndExit(int sync_fd, bool report, int program_status, uint32_t flags) {
   SignalEveryone(SIGKILL);
   // With nothing to report, exiting is the surer kill: the kernel then SIGKILLs the whole
   // namespace. kill(-1) from this unprivileged init fails with EPERM on a program still in
@@ -53,7 +53,7 @@ void ReportProgramEnded(int sync_fd, int program_status) {
   }
   // ECHILD: every other process of the namespace is reaped. From this report on the runner
   // does not wait for this exit, whose namespace teardown it need not pay for.
-  ReportProgramEnded(sync_fd, program_status);
+  ReportProgramEnded(sync_fd, program_status, flags);
   ::_exit(0);
 }
 
@@ -66,16 +66,16 @@ int BlockInitSignals() {
   return fd >= 0 ? fd : -errno;
 }
 
-void RunInitInChild(int sync_fd, pid_t program_pid, int signal_fd) {
+void RunInitInChild(int sync_fd, pid_t program_pid, int signal_fd, uint32_t report_flags) {
   struct pollfd fds[2] = {{signal_fd, POLLIN, 0}, {sync_fd, POLLIN, 0}};
   for (;;) {
     if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
-      KillEveryoneAndExit(sync_fd, false, 0);
+      KillEveryoneAndExit(sync_fd, false, 0, 0);
     }
     if (fds[1].revents != 0) {
       // The parent never writes after "go": readable or hung up both mean it is gone.
-      KillEveryoneAndExit(sync_fd, false, 0);
+      KillEveryoneAndExit(sync_fd, false, 0, 0);
     }
     if (fds[0].revents == 0) continue;
     struct signalfd_siginfo info;
@@ -88,7 +88,7 @@ void RunInitInChild(int sync_fd, pid_t program_pid, int signal_fd) {
     int status = 0;
     pid_t pid;
     while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      if (pid == program_pid) KillEveryoneAndExit(sync_fd, true, status);
+      if (pid == program_pid) KillEveryoneAndExit(sync_fd, true, status, report_flags);
     }
   }
 }

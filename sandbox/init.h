@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 namespace sbx {
 
 // Runs as pid 1 of the sandbox's pid namespace after forking the program (`program_pid`).
@@ -13,8 +15,9 @@ namespace sbx {
 //  - SIGTERM (sent by the parent at the timeout): SIGCONT then SIGTERM to every process, so
 //    stopped ones can act on it; the parent sends SIGKILL after a grace period.
 //  - the parent's end of `sync_fd` closing (runner killed): SIGKILL to everything, exit.
-// Never returns. kill(-1) is only ever sent when getpid() == 1, i.e. inside the namespace.
-[[noreturn]] void RunInitInChild(int sync_fd, pid_t program_pid, int signal_fd);
+// `report_flags` go into the final report (kReportRootMoved). Never returns. kill(-1) is only
+// ever sent when getpid() == 1, i.e. inside the namespace.
+[[noreturn]] void RunInitInChild(int sync_fd, pid_t program_pid, int signal_fd, uint32_t report_flags);
 
 // Blocks the signals the init handles and returns a signalfd for them, or -errno. Called
 // before spawning the program so no SIGCHLD is lost; the program starts with none blocked.

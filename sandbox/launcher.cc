@@ -333,6 +333,10 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
       {"user_namespace", "user_namespace"},
       {"pid_namespace", "pid_namespace"},
       {"mount_namespace", "overlay"},
+      // Told by the init's last report: a sandbox killed before it reported leaves it unknown.
+      {"root", !outcome.program_status                      ? "unreported"
+               : outcome.report_flags & kReportRootMoved ? "move_chroot"
+                                                          : "pivot_root"},
       {"network", policy.network == NetworkMode::kNone      ? "network_namespace"
                   : policy.network == NetworkMode::kAllowlist ? "network_namespace+sbx_netd"
                                                               : "host"},

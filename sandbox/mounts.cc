@@ -245,7 +245,8 @@ int OpenMountSourcesInChild(const MountPlan& plan, MountSources* sources, ChildS
   return 0;
 }
 
-int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, ChildStep* failed_step) {
+int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, ChildStep* failed_step,
+                       bool* root_moved) {
   errno = 0;
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
     return Fail(ChildStep::kMountPrivate, failed_step);
@@ -316,11 +317,20 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
   }
   if (::mount("tmpfs", "root/tmp", "tmpfs", kSafe, plan.tmp_options.c_str()) != 0)
     return Fail(ChildStep::kMountTmp, failed_step);
+  if (::chdir("root") != 0) return Fail(ChildStep::kPivotRoot, failed_step);
   // pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves no
   // path back to the host's tree (runc's approach, no temporary directory needed).
-  if (::chdir("root") != 0 || ::syscall(SYS_pivot_root, ".", ".") != 0 ||
-      ::umount2(".", MNT_DETACH) != 0 || ::chdir("/") != 0)
+  if (::syscall(SYS_pivot_root, ".", ".") == 0) {
+    if (::umount2(".", MNT_DETACH) != 0 || ::chdir("/") != 0) return Fail(ChildStep::kPivotRoot, failed_step);
+    return 0;
+  }
+  const int refused = errno;
+  if (refused != EINVAL && refused != EPERM && refused != ENOSYS) return Fail(ChildStep::kPivotRoot, failed_step);
+  if (::mount(".", "/", nullptr, MS_MOVE, nullptr) != 0 || ::chroot(".") != 0 || ::chdir("/") != 0) {
+    errno = refused;  // the call the fallback stands in for, which names the fix
     return Fail(ChildStep::kPivotRoot, failed_step);
+  }
+  *root_moved = true;
   return 0;
 }
 

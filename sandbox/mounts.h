@@ -82,7 +82,13 @@ struct MountSources {
 // traverse private directories on the way (a workspace under /root, say).
 int OpenMountSourcesInChild(const MountPlan& plan, MountSources* sources, ChildStep* failed_step);
 
-// Returns 0 or an errno; sets *failed_step. Async-signal-safe (no allocation).
-int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, ChildStep* failed_step);
+// Returns 0 or an errno; sets *failed_step. Async-signal-safe (no allocation). The root is
+// entered with pivot_root; where the kernel refuses that call (an initramfs root, a container's
+// seccomp profile) but allows the rest, the way runc's --no-pivot does: the new root is moved
+// over "/" and chrooted into, and *root_moved is set. The old root then stays mounted beneath
+// it, reachable by no path (the sandbox keeps no CAP_SYS_CHROOT to climb out of the chroot),
+// though its mount points still show in /proc/self/mountinfo.
+int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, ChildStep* failed_step,
+                       bool* root_moved);
 
 }  // namespace sbx

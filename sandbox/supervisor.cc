@@ -63,6 +63,7 @@ void ReadReports(int fd, SupervisionOutcome& outcome, bool& open) {
         outcome.program_status = report.value;
         outcome.cpu_us = report.cpu_us;
         outcome.max_rss_kib = report.max_rss_kib;
+        outcome.report_flags = report.flags;
         break;
     }
   }

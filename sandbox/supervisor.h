@@ -37,6 +37,7 @@ struct SupervisionOutcome {
   bool init_exiting = false;
   uint64_t cpu_us = 0;       // the init and everything it reaped: its report, or wait4()
   uint64_t max_rss_kib = 0;  // the same, the largest resident set
+  uint32_t report_flags = 0;  // of the init's final report (kReportRootMoved)
   uint64_t wall_ns = 0;
 };
 

@@ -251,31 +251,12 @@ TEST(Cli, SecondConcurrentRunOnAWorkspaceIsRefused) {
 // Runs sbx as `uid` (an ordinary uid with no passwd entry, no supplementary groups), with the
 // image cache at root's (any user may run that image) and its stdout and stderr together.
 HostRun SbxAsUser(uid_t uid, const std::vector<std::string>& args) {
-  int fds[2];
-  EXPECT_EQ(::pipe(fds), 0);
-  pid_t child = ::fork();
-  if (child == 0) {
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0)
-      ::_exit(99);
-    ::setenv("XDG_CACHE_HOME", "/var/cache", 1);
-    std::vector<char*> argv = {const_cast<char*>(SBX_BINARY)};
-    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-    ::execv(SBX_BINARY, argv.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  HostRun run;
-  char buffer[512];
-  ssize_t n;
-  while ((n = ::read(fds[0], buffer, sizeof(buffer))) > 0) run.output.append(buffer, static_cast<size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return run;
+  std::vector<std::string> argv = {SBX_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunOnHost(argv, [uid] {
+    return ::setgroups(0, nullptr) == 0 && ::setresgid(uid, uid, uid) == 0 && ::setresuid(uid, uid, uid) == 0 &&
+           ::setenv("XDG_CACHE_HOME", "/var/cache", 1) == 0;
+  });
 }
 
 constexpr uid_t kTestUid = 43210;

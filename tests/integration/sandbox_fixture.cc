@@ -53,13 +53,14 @@ std::string MechanismOf(const RunResult& result, const std::string& what) {
   return "";
 }
 
-HostRun RunOnHost(const std::vector<std::string>& argv) {
+HostRun RunOnHost(const std::vector<std::string>& argv, const std::function<bool()>& prepare) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return {};
   pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(fds[1], 1);
     ::dup2(fds[1], 2);
+    if (prepare && !prepare()) ::_exit(99);
     std::vector<char*> args;
     for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
     args.push_back(nullptr);

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,9 @@ struct HostRun {
   std::string output;  // stdout and stderr together
 };
 // Runs argv directly on the host, unsandboxed: the differential control of every probe.
-HostRun RunOnHost(const std::vector<std::string>& argv);
+// `prepare`, if set, runs in the child before the exec (a uid switch, a seccomp filter); it
+// returns false to fail the run with exit code 99.
+HostRun RunOnHost(const std::vector<std::string>& argv, const std::function<bool()>& prepare = {});
 
 // What enforced `what` in the result ("memory": "cgroup_v1", ...), "" when it does not say.
 std::string MechanismOf(const RunResult& result, const std::string& what);
