@@ -67,6 +67,13 @@ ImageInfo MakeInfo(const std::string& cache_dir, const std::string& id) {
 }
 
 // Holds <cache>/.lock, the lock build-image.sh takes for a whole build.
+// A container seldom has mmdebstrap or a package mirror: there the image comes from the host.
+std::string MountHint(const std::string& cache_dir) {
+  return "; in a container, bind a cache built on the host read-only instead (podman/docker "
+         "`-v /var/cache/sbx/images:" + cache_dir + ":ro`; Kubernetes: a read-only volume at " +
+         cache_dir + ")";
+}
+
 Result<UniqueFd> LockCache(const std::string& cache_dir) {
   std::string path = cache_dir + "/.lock";
   UniqueFd fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
@@ -100,7 +107,7 @@ Result<ImageInfo> FindDefaultImageIn(const std::string& cache_dir) {
   std::string id = ReadLink(link);
   if (id.empty()) {
     return MakeError(ErrorCode::kUnavailable,
-                     "no default image in " + cache_dir + "; " + kBuildHint);
+                     "no default image in " + cache_dir + "; " + kBuildHint + MountHint(cache_dir));
   }
   if (!IsImageId(id)) {
     return InvalidInput(link + " points at '" + id + "', not an image id; " + kBuildHint);
@@ -108,7 +115,7 @@ Result<ImageInfo> FindDefaultImageIn(const std::string& cache_dir) {
   struct stat st;
   if (lstat((cache_dir + "/" + id).c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return MakeError(ErrorCode::kUnavailable, "the default image " + id + " is missing from " +
-                                                  cache_dir + "; " + kBuildHint);
+                                                  cache_dir + "; " + kBuildHint + MountHint(cache_dir));
   }
   // Every `sbx run` passes here: the metadata (a JSON parse, milliseconds) is for `image ls`.
   ImageInfo info;

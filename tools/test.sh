@@ -1,7 +1,8 @@
 #!/bin/bash
 # The whole test suite, as README.md's quick start and CI run it, on a fresh Debian 12 machine:
 #   1. install missing Debian packages; 2. build; 3. build the image unless cached;
-#   4. unit tests; 5. integration tests (real sandboxes); 6. the server (`sbx serve`), its wire
+#   4. unit tests; 5. integration tests (real sandboxes), and the isolation and limits suites
+#   again inside a podman container (tools/container/isolation_suites.sh); 6. the server (`sbx serve`), its wire
 #   protocol with pytest against the real server (tests/server_suite.sh); 7. the Python package
 #   against it (tests/python_suite.sh); 8. numpy's, pandas' and matplotlib's own test suites in
 #   the sandbox against the host; 9. unit tests again under AddressSanitizer +
@@ -61,6 +62,12 @@ step "unit tests"
 gtest "unit tests" build/tests/sbx_unit_tests
 step "integration tests (real namespaces, seccomp, cgroups, the image's Python)"
 gtest "integration tests" build/tests/sbx_integration_tests
+step "isolation and limits suites inside a podman container (sbx's seccomp profile)"
+container_status=0
+tools/container/isolation_suites.sh "$reports/container.xml" || container_status=$?
+python3 tests/gtest_report.py --label "in a container" --expected "$expected_skips" \
+  --totals "$totals" "$reports/container.xml" || container_status=$((container_status ? container_status : 1))
+((container_status == 0)) || exit "$container_status"
 step "the server (tests/server, pytest) against a real sbx serve"
 server_status=0
 tests/server_suite.sh "$reports/server.xml" || server_status=$?

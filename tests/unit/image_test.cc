@@ -184,6 +184,8 @@ TEST_F(FakeImage, CacheFindsListsAndRemovesImages) {
   auto missing = FindDefaultImageIn(dir_);
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("run `sbx image build`"), std::string::npos);
+  EXPECT_NE(missing.error().message.find("-v /var/cache/sbx/images:" + dir_ + ":ro"), std::string::npos)
+      << missing.error().message;
 
   ASSERT_EQ(symlink("0123456789ab", (dir_ + "/default").c_str()), 0);
   std::ofstream(dir_ + "/0123456789ab.json") << R"({"id": "0123456789ab", "file_count": 6})";
