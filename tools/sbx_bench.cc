@@ -80,6 +80,7 @@ struct Options {
   std::string sbx;
   std::vector<std::string> only;
   std::vector<std::string> configs;  // empty: all
+  std::vector<std::string> added;    // names given with --config
   std::vector<ConfigSpec> config_specs{std::begin(kDefaultConfigs), std::end(kDefaultConfigs)};
   bool markdown = false;
   int gap_ms = 0;
@@ -535,6 +536,7 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
       size_t eq = spec.find('=');
       if (eq == std::string::npos || eq == 0) return std::nullopt;
       ConfigSpec config{spec.substr(0, eq), spec.substr(eq + 1)};
+      opt.added.push_back(config.name);
       auto same = [&](const ConfigSpec& c) { return c.name == config.name; };
       auto it = std::find_if(opt.config_specs.begin(), opt.config_specs.end(), same);
       if (it != opt.config_specs.end()) {
@@ -562,6 +564,12 @@ int Main(int argc, char** argv) {
     if (opt.configs.empty() ||
         std::find(opt.configs.begin(), opt.configs.end(), c.name) != opt.configs.end()) {
       configs.push_back(c);
+    }
+  }
+  for (const std::string& name : opt.added) {
+    if (!opt.configs.empty() && std::find(opt.configs.begin(), opt.configs.end(), name) == opt.configs.end()) {
+      std::fprintf(stderr, "sbx_bench: warning: --config %s is not run: --configs does not list it\n",
+                   name.c_str());
     }
   }
   for (const std::string& name : opt.configs) {
