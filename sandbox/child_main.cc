@@ -96,7 +96,7 @@ int CloseAllExcept(int keep_a, int keep_b) {
   ::_exit(exec_errno == ENOENT ? 127 : 126);
 }
 
-// 14. The program is a vfork-style child: it shares the init's memory until its execve, so
+// 13. The program is a vfork-style child: it shares the init's memory until its execve, so
 //     no page tables are copied and none of its writes takes a copy-on-write fault (~1 ms of
 //     every start where page faults are slow, as under shadow paging; docs/performance.md). The
 //     init sleeps meanwhile. Without CLONE_FS, CLONE_FILES, CLONE_SIGHAND or CLONE_THREAD,
@@ -114,7 +114,7 @@ pid_t SpawnProgram(const ChildPlan& plan) {
   if (::sigprocmask(SIG_SETMASK, &all, &init_mask) != 0) return -errno;
   for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
   pid_t program = ::vfork();
-  if (program == 0) ExecProgram(plan);  // 15-20 in the program
+  if (program == 0) ExecProgram(plan);  // 14-19 in the program
   const int spawn_errno = errno;
   ::sigprocmask(SIG_SETMASK, &init_mask, nullptr);
   return program > 0 ? program : -spawn_errno;
@@ -160,17 +160,17 @@ void SandboxChildMain(const ChildPlan& plan) {
   // /proc/1/cmdline is world-readable, dumpable or not: the runner's arguments and environment
   // strings in our copy of its memory go before anything of the sandbox can run.
   HideRunnerStringsInChild(plan.runner_strings);
-  ChildStep step = ChildStep::kMountImage;
+  ChildStep step = ChildStep::kOpenSources;
   MountSources sources;
   if (int err = OpenMountSourcesInChild(plan.mounts, &sources, &step)) FailSetup(sync_fd, step, err);
   // Take mapped ids at once, so what the mounts below create has a mapped owner (an
   // unmapped one fails with EOVERFLOW): the namespace's root in root mode, else 1000, the
   // only id mapped. Leaving the unmapped host root keeps the namespace capabilities.
-  if (int err = SwitchToSetupIds(plan.root_mode)) FailSetup(sync_fd, ChildStep::kSetIds, err);
-  // 8-12. The mount tree and pivot_root.
+  if (int err = SwitchToSetupIds(plan.root_mode)) FailSetup(sync_fd, ChildStep::kSetupIds, err);
+  // 7-10. The mount tree and pivot_root.
   bool root_moved = false;
   if (int err = ApplyMountsInChild(plan.mounts, sources, &step, &root_moved)) FailSetup(sync_fd, step, err);
-  // 13. Hostname and loopback.
+  // 11. Hostname and loopback.
   if (::sethostname("sandbox", 7) != 0) FailSetup(sync_fd, ChildStep::kHostname, errno);
   if (plan.set_up_loopback) {
     if (int err = BringUpLoopbackInChild()) FailSetup(sync_fd, ChildStep::kLoopback, err);
@@ -178,17 +178,17 @@ void SandboxChildMain(const ChildPlan& plan) {
   if (plan.capture.enabled) {
     if (int err = SetUpCaptureInChild(plan.capture, &step)) FailSetup(sync_fd, step, err);
   }
-  // 7. On cgroup v1 the parent moves this process into the run's cgroups while the steps
+  // 12. On cgroup v1 the parent moves this process into the run's cgroups while the steps
   //    above run (a move waits for an RCU grace period, ~13 ms); nothing of the program runs
   //    before "cgroup placed" arrives. Then a cgroup namespace rooted at the run's cgroup.
   if (!WaitForParent(sync_fd)) ::_exit(125);
   if (::unshare(CLONE_NEWCGROUP) != 0) FailSetup(sync_fd, ChildStep::kCgroupNamespace, errno);
-  // 14. Spawn the program with SIGCHLD already blocked, so the init misses no exit.
+  // 13. Spawn the program with SIGCHLD already blocked, so the init misses no exit.
   int signal_fd = BlockInitSignals();
   if (signal_fd < 0) FailSetup(sync_fd, ChildStep::kInitSignals, -signal_fd);
   const pid_t program = SpawnProgram(plan);
-  if (program < 0) FailSetup(sync_fd, ChildStep::kForkPayload, -program);
-  // The init: no capabilities, still not dumpable (its /proc entries, including exe, which
+  if (program < 0) FailSetup(sync_fd, ChildStep::kSpawnProgram, -program);
+  // 20. The init: no capabilities, still not dumpable (its /proc entries, including exe, which
   // points at the runner's binary, stay unreachable), only its two descriptors.
   DropPrivileges(plan);
   // Again: an id change resets dumpability to the host's fs.suid_dumpable, and so did the

@@ -10,10 +10,14 @@ namespace sbx {
 const char* ChildStepName(ChildStep step) {
   switch (step) {
     case ChildStep::kWaitForParent: return "wait for the parent (id maps, cgroup)";
+    case ChildStep::kOpenSources: return "re-open the image and the workspace in the sandbox's mount namespace";
+    case ChildStep::kSetupIds: return "take the setup ids (the namespace's root, or 1000 rootless)";
     case ChildStep::kMountPrivate: return "make mounts private";
     case ChildStep::kMountScratch: return "mount the scratch tmpfs (limits.rootfs_size)";
     case ChildStep::kMountImage: return "bind the image";
     case ChildStep::kMountOverlay: return "mount the overlay root";
+    case ChildStep::kResolvConf: return "bind /etc/resolv.conf (network allowlist)";
+    case ChildStep::kCaBundle: return "bind the CA bundle over /etc/ssl/certs/ca-certificates.crt (network allowlist)";
     case ChildStep::kMountWorkspace: return "bind the workspace at /workspace";
     case ChildStep::kMountProc: return "mount /proc";
     case ChildStep::kMaskProc: return "mask /proc entries";
@@ -22,24 +26,22 @@ const char* ChildStepName(ChildStep step) {
     case ChildStep::kPivotRoot: return "pivot_root into the overlay";
     case ChildStep::kHostname: return "set the hostname";
     case ChildStep::kLoopback: return "bring up lo";
+    case ChildStep::kNetworkRoutes: return "route every destination to the capture sockets (network allowlist)";
+    case ChildStep::kNetworkRedirect: return "redirect every TCP port to the capture socket with nf_tables NAT (network allowlist; a policy with a `*` port needs it: the kernel must have nf_tables, nat and conntrack)";
+    case ChildStep::kNetworkCapture: return "bind and hand over the capture sockets (network allowlist)";
     case ChildStep::kCgroupNamespace: return "enter a cgroup namespace";
-    case ChildStep::kForkPayload: return "fork the program";
+    case ChildStep::kInitSignals: return "set up the init's signal handling";
+    case ChildStep::kSpawnProgram: return "spawn the program";
     case ChildStep::kSetsid: return "setsid";
     case ChildStep::kStdio: return "set up stdin/stdout/stderr";
     case ChildStep::kRlimits: return "set rlimits";
-    case ChildStep::kSetIds: return "switch to uid/gid 1000";
     case ChildStep::kDropCapabilities: return "drop capabilities";
+    case ChildStep::kSetIds: return "switch to uid/gid 1000";
     case ChildStep::kNoNewPrivs: return "set no_new_privs";
     case ChildStep::kChdirWorkspace: return "chdir to /workspace";
     case ChildStep::kCloseFds: return "close inherited descriptors";
     case ChildStep::kSeccomp: return "install the seccomp filter";
     case ChildStep::kExec: return "execve";
-    case ChildStep::kInitSignals: return "set up the init's signal handling";
-    case ChildStep::kNetworkRoutes: return "route every destination to the capture sockets (network allowlist)";
-    case ChildStep::kNetworkRedirect: return "redirect every TCP port to the capture socket with nf_tables NAT (network allowlist; a policy with a `*` port needs it: the kernel must have nf_tables, nat and conntrack)";
-    case ChildStep::kNetworkCapture: return "bind and hand over the capture sockets (network allowlist)";
-    case ChildStep::kResolvConf: return "bind /etc/resolv.conf (network allowlist)";
-    case ChildStep::kCaBundle: return "bind the CA bundle over /etc/ssl/certs/ca-certificates.crt (network allowlist)";
   }
   return "unknown step";
 }

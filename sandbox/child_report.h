@@ -11,39 +11,85 @@
 
 namespace sbx {
 
+// In the order of the launch sequence (launcher.h), whose step each belongs to is LaunchStepOf;
+// a unit test holds the two together.
 enum class ChildStep : uint32_t {
-  kWaitForParent = 1,
-  kMountPrivate,
+  kWaitForParent = 1,  // 6
+  kOpenSources,
+  kSetupIds,
+  kMountPrivate,  // 7
   kMountScratch,
   kMountImage,
-  kMountOverlay,
+  kMountOverlay,  // 8
+  kResolvConf,
+  kCaBundle,
   kMountWorkspace,
-  kMountProc,
+  kMountProc,  // 9
   kMaskProc,
   kMountDev,
   kMountTmp,
-  kPivotRoot,
-  kHostname,
+  kPivotRoot,  // 10
+  kHostname,   // 11
   kLoopback,
-  kCgroupNamespace,
-  kForkPayload,
-  kSetsid,
-  kStdio,
-  kRlimits,
-  kSetIds,
-  kDropCapabilities,
-  kNoNewPrivs,
-  kChdirWorkspace,
-  kCloseFds,
-  kSeccomp,
-  kExec,
-  kInitSignals,
   kNetworkRoutes,
   kNetworkRedirect,
   kNetworkCapture,
-  kResolvConf,
-  kCaBundle,
+  kCgroupNamespace,  // 12
+  kInitSignals,      // 13
+  kSpawnProgram,
+  kSetsid,  // 14
+  kStdio,
+  kRlimits,           // 15
+  kDropCapabilities,  // 16
+  kSetIds,
+  kNoNewPrivs,
+  kChdirWorkspace,  // 17
+  kCloseFds,
+  kSeccomp,  // 18
+  kExec,     // 19
 };
+inline constexpr ChildStep kLastChildStep = ChildStep::kExec;
+
+// The step of launcher.h's launch sequence that `step` is part of (6-19). Some are met again
+// later (the init drops its ids and capabilities at 20 with kSetIds and kDropCapabilities).
+constexpr int LaunchStepOf(ChildStep step) {
+  switch (step) {
+    case ChildStep::kWaitForParent:
+    case ChildStep::kOpenSources:
+    case ChildStep::kSetupIds: return 6;
+    case ChildStep::kMountPrivate:
+    case ChildStep::kMountScratch:
+    case ChildStep::kMountImage: return 7;
+    case ChildStep::kMountOverlay:
+    case ChildStep::kResolvConf:
+    case ChildStep::kCaBundle:
+    case ChildStep::kMountWorkspace: return 8;
+    case ChildStep::kMountProc:
+    case ChildStep::kMaskProc:
+    case ChildStep::kMountDev:
+    case ChildStep::kMountTmp: return 9;
+    case ChildStep::kPivotRoot: return 10;
+    case ChildStep::kHostname:
+    case ChildStep::kLoopback:
+    case ChildStep::kNetworkRoutes:
+    case ChildStep::kNetworkRedirect:
+    case ChildStep::kNetworkCapture: return 11;
+    case ChildStep::kCgroupNamespace: return 12;
+    case ChildStep::kInitSignals:
+    case ChildStep::kSpawnProgram: return 13;
+    case ChildStep::kSetsid:
+    case ChildStep::kStdio: return 14;
+    case ChildStep::kRlimits: return 15;
+    case ChildStep::kDropCapabilities:
+    case ChildStep::kSetIds:
+    case ChildStep::kNoNewPrivs: return 16;
+    case ChildStep::kChdirWorkspace:
+    case ChildStep::kCloseFds: return 17;
+    case ChildStep::kSeccomp: return 18;
+    case ChildStep::kExec: return 19;
+  }
+  return 0;
+}
 
 enum class ReportKind : uint32_t {
   kSetupFailed = 1,  // step + err_no: a setup step failed, nothing of the program ran

@@ -164,7 +164,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   // (nothing to create on the host's disk, nothing to remove, nothing to copy back).
   const Workspace* run_workspace = spec.held_workspace ? spec.held_workspace : workspace ? &*workspace : nullptr;
 
-  // 3b. Network allowlist: the audit log and sbx-netd, ready before the child exists.
+  // 3. Network allowlist: the audit log and sbx-netd, ready before the child exists.
   std::unique_ptr<AllowlistRun> allowlist;
   if (policy.network == NetworkMode::kAllowlist) {
     auto started = AllowlistRun::Start(policy.network_allowlist,

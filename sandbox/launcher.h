@@ -1,36 +1,40 @@
 // RunSandboxed(): the one entry point that runs a command in a fresh sandbox.
 //
-// The order, written once (launcher.cc follows it; child_main.cc holds steps 6-20):
+// The order, written once (launcher.cc follows it with the same numbers; child_main.cc and
+// mounts.cc hold steps 6-20, and ChildStep lists their failures in this order: LaunchStepOf):
 //  Parent
 //   1. Validate the policy and the command; verify the image; open image and workspace as
-//      O_PATH fds (without a workspace, step 9 mounts a tmpfs there).
+//      O_PATH fds (without a workspace, step 8 mounts a tmpfs there).
 //   2. Compile (or reuse) the seccomp program; prepare capabilities, rlimits, mounts, env.
-//   3. Create the run's cgroup (v2, else v1, else rlimits if the policy allows degrading).
+//   3. Create the run's cgroup (v2, else v1, else rlimits if the policy allows degrading);
+//      network allowlist: start sbx-netd with the run's audit log (network_run.h).
 //   4. clone3(CLONE_NEWUSER|NEWNS|NEWPID|NEWUTS|NEWIPC[|NEWNET]|PIDFD[|INTO_CGROUP]).
 //   5. Write the id maps, send "ids mapped"; v1: move the child into its cgroups (this
-//      overlaps with the child's steps 8-12); send "cgroup placed".
+//      overlaps with the child's steps 7-11); send "cgroup placed".
 //  Child (pid 1 of the new pid namespace, capabilities only inside its user namespace)
 //   6. Parent-death signal; wait for "ids mapped"; re-open image and workspace; take the
 //      setup ids.
-//   7. (after 12) wait for "cgroup placed"; unshare(CLONE_NEWCGROUP) so the run's cgroup is
-//      its root. Nothing of the program runs before.
-//   8. Private propagation; scratch tmpfs; image bound as the overlay's lower layer.
-//   9. Overlay root; workspace bound at /workspace (or a tmpfs of limits.tmp_size there).
-//  10. /proc with masked entries; minimal /dev; /tmp tmpfs.
-//  11. pivot_root and detach the old root.
-//  12. Hostname "sandbox"; lo up in a fresh network namespace. Network allowlist: every
+//   7. Private propagation; scratch tmpfs; image bound as the overlay's lower layer.
+//   8. Overlay root; (allowlist) resolv.conf and CA bundle; workspace bound at /workspace (or
+//      a tmpfs of limits.tmp_size there).
+//   9. /proc with masked entries; minimal /dev; /tmp tmpfs.
+//  10. pivot_root and detach the old root (refused: move it over / and chroot).
+//  11. Hostname "sandbox"; lo up in a fresh network namespace. Network allowlist: every
 //      destination routed to lo, the capture sockets bound and sent to the runner, which
-//      hands them to sbx-netd (started before step 4; network_run.h).
-//  13. Block SIGCHLD/SIGTERM; fork the program.
-//  14. The init drops ids and capabilities, becomes non-dumpable, and waits (init.h).
+//      hands them to sbx-netd.
+//  12. Wait for "cgroup placed"; unshare(CLONE_NEWCGROUP) so the run's cgroup is its root.
+//      Nothing of the program runs before.
+//  13. Block SIGCHLD/SIGTERM; spawn the program (vfork: the init waits until its execve).
 //  Program
-//  15. setsid; stdin (/dev/null unless given), stdout and stderr pipes.
-//  16. rlimits.
-//  17. Drop bounding and ambient capabilities; setgroups(0) (root mode); uid/gid 1000;
+//  14. setsid; stdin (/dev/null unless given), stdout and stderr pipes.
+//  15. rlimits.
+//  16. Drop bounding and ambient capabilities; setgroups(0) (root mode); uid/gid 1000;
 //      clear all capability sets; no_new_privs.
-//  18. chdir /workspace; mark every fd above 2 close-on-exec.
-//  19. Install the seccomp filter (TSYNC), the last step.
-//  20. execve the program (a failure is reported over the sync socket: 127 or 126).
+//  17. chdir /workspace; mark every fd above 2 close-on-exec.
+//  18. Install the seccomp filter (TSYNC), the last step.
+//  19. execve the program (a failure is reported over the sync socket: 127 or 126).
+//  Init
+//  20. Drops ids and capabilities, becomes non-dumpable, keeps two fds, and waits (init.h).
 //  Parent
 //  21. Supervise: drain both pipes concurrently with head+tail caps; on the timeout SIGTERM
 //      to the init (SIGCONT+SIGTERM to all), then after a grace SIGKILL the init (which ends

@@ -234,13 +234,13 @@ int OpenMountSourcesInChild(const MountPlan& plan, MountSources* sources, ChildS
   sources->image_fd = ReopenSameDirectory(plan.image_path.c_str(), plan.image_fd);
   if (sources->image_fd < 0) {
     errno = -sources->image_fd;
-    return Fail(ChildStep::kMountImage, failed_step);
+    return Fail(ChildStep::kOpenSources, failed_step);
   }
   if (plan.workspace_fd < 0) return 0;  // a tmpfs workspace: nothing to re-open
   sources->workspace_fd = ReopenSameDirectory(plan.workspace_path.c_str(), plan.workspace_fd);
   if (sources->workspace_fd < 0) {
     errno = -sources->workspace_fd;
-    return Fail(ChildStep::kMountWorkspace, failed_step);
+    return Fail(ChildStep::kOpenSources, failed_step);
   }
   return 0;
 }
