@@ -1,6 +1,7 @@
 // What the strict JSON readers of policies share (policy_loader.cc, policy_network.cc): parsing
 // with duplicate-key and depth checks, and typed field readers whose errors name the JSON path.
-// Internal to sandbox/: nlohmann exceptions never leave the .cc files that use these.
+// Also read by the team file loader (src/agent/team_file.cc). nlohmann exceptions never leave
+// the .cc files that use these.
 #pragma once
 
 #include <cstdint>

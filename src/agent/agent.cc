@@ -17,12 +17,6 @@ void Say(const AgentConfig& config, const std::string& line) {
   if (config.progress) config.progress(line);
 }
 
-std::string Seconds(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f s", seconds);
-  return text;
-}
-
 // What a tool call was for, in a few words: its name and the start of its main argument.
 std::string Summary(const llm::ToolCall& call) {
   auto args = json::parse(call.arguments_json, nullptr, false);
@@ -41,22 +35,10 @@ std::string Summary(const llm::ToolCall& call) {
   return detail.empty() ? call.name : call.name + " " + detail;
 }
 
-std::string TaskMessage(const AgentConfig& config) {
-  std::string text = config.task;
-  if (!config.input_files.empty()) {
-    text += "\n\nInput files in the workspace (your working directory):";
-    for (const auto& file : config.input_files) text += "\n- " + file;
-  }
-  if (!config.expected_outputs.empty()) {
-    text += "\n\nWrite these outputs in the workspace; they are copied back when you finish:";
-    for (const auto& file : config.expected_outputs) text += "\n- " + file;
-  }
-  return text;
-}
-
 json MessageEvent(int turn, const llm::Message& message) {
   json out = llm::MessageToJson(message);
   out["turn"] = turn;
+  out["speaker"] = message.role;
   return out;
 }
 
@@ -68,7 +50,7 @@ std::vector<llm::Message> Answer(const llm::Message& reply, const AgentConfig& c
     for (const llm::ToolCall& call : reply.tool_calls) {
       ToolRun run = tools.Run(call);
       result.executions += run.executed;
-      Say(config, "  " + Summary(call) + ": " + run.ending + (run.executed ? ", " + Seconds(run.seconds) : ""));
+      Say(config, "  " + Summary(call) + ": " + run.ending + (run.executed ? ", " + SecondsText(run.seconds) : ""));
       transcript.Add("tool_result", {{"turn", turn}, {"tool", call.name}, {"tool_call_id", call.id},
                                      {"arguments", call.arguments_json}, {"failed", run.failed},
                                      {"ending", run.ending}, {"seconds", run.seconds}, {"content", run.text}});
@@ -82,7 +64,7 @@ std::vector<llm::Message> Answer(const llm::Message& reply, const AgentConfig& c
   ToolRun run = tools.RunBlocks(blocks);
   result.executions += run.executed;
   Say(config, "  " + std::to_string(blocks.size()) + " code block(s): " + run.ending +
-                  (run.executed ? ", " + Seconds(run.seconds) : ""));
+                  (run.executed ? ", " + SecondsText(run.seconds) : ""));
   json code = json::array();
   for (const auto& block : blocks) code.push_back({{"language", block.language}, {"source", block.source}});
   transcript.Add("code_result", {{"turn", turn}, {"blocks", code}, {"failed", run.failed},
@@ -91,7 +73,17 @@ std::vector<llm::Message> Answer(const llm::Message& reply, const AgentConfig& c
   return answers;
 }
 
-// Requests (a path, a directory or a pattern in the last component) of which no file came back.
+}  // namespace
+
+const char* AgentEndName(AgentEnd end) {
+  switch (end) {
+    case AgentEnd::kFinalAnswer: return "final_answer";
+    case AgentEnd::kMaxTurns: return "max_turns";
+    case AgentEnd::kError: return "error";
+  }
+  return "unknown";
+}
+
 std::vector<std::string> MissingOutputs(const std::vector<std::string>& requests, const CopyOutResult& copied) {
   std::vector<std::string> missing;
   for (const std::string& request : requests) {
@@ -109,16 +101,20 @@ std::vector<std::string> MissingOutputs(const std::vector<std::string>& requests
   return missing;
 }
 
-}  // namespace
-
-const char* AgentEndName(AgentEnd end) {
-  switch (end) {
-    case AgentEnd::kFinalAnswer: return "final_answer";
-    case AgentEnd::kMaxTurns: return "max_turns";
-    case AgentEnd::kError: return "error";
+std::string TaskMessage(const AgentConfig& config) {
+  std::string text = config.task;
+  if (!config.input_files.empty()) {
+    text += "\n\nInput files in the workspace (your working directory):";
+    for (const auto& file : config.input_files) text += "\n- " + file;
   }
-  return "unknown";
+  if (!config.expected_outputs.empty()) {
+    text += "\n\nWrite these outputs in the workspace; they are copied back when you finish:";
+    for (const auto& file : config.expected_outputs) text += "\n- " + file;
+  }
+  return text;
 }
+
+// A single agent is a team of one: the task comes from "user", replies from "assistant".
 
 std::string DefaultInstructions(AgentMode mode, const std::vector<std::string>& network_allow) {
   std::string network = "There is no network: do not try to install packages. ";
@@ -174,7 +170,7 @@ AgentResult RunAgent(llm::LlmClient& llm, AgentSession& session, const AgentConf
     }
     result.usage += response->usage;
     const llm::Message& reply = response->message;
-    Say(config, "turn " + std::to_string(turn) + ": model answered in " + Seconds(seconds) +
+    Say(config, "turn " + std::to_string(turn) + ": model answered in " + SecondsText(seconds) +
                     (reply.tool_calls.empty() ? "" : ", " + std::to_string(reply.tool_calls.size()) + " tool call(s)"));
     json event = MessageEvent(turn, reply);
     event["seconds"] = seconds;

@@ -65,7 +65,13 @@ struct AgentSession {
   std::function<Result<CopyOutResult>(const std::vector<std::string>&, const std::string&)> copy_outputs;
 };
 
+// The first user message: the task, the input files and the outputs to write.
+std::string TaskMessage(const AgentConfig& config);
+
 std::string DefaultInstructions(AgentMode mode, const std::vector<std::string>& network_allow = {});
+
+// Requests (a path, a directory or a pattern in the last component) of which no file came back.
+std::vector<std::string> MissingOutputs(const std::vector<std::string>& requests, const CopyOutResult& copied);
 
 AgentResult RunAgent(llm::LlmClient& llm, AgentSession& session, const AgentConfig& config,
                      Transcript& transcript);

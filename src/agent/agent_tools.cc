@@ -2,6 +2,7 @@
 #include "src/agent/agent_tools.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include <nlohmann/json.hpp>
 
@@ -86,6 +87,12 @@ std::vector<llm::ToolSpec> AgentToolSpecs() {
   };
 }
 
+std::string SecondsText(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", seconds);
+  return text;
+}
+
 std::string Bounded(const std::string& text, size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
   size_t head = max_bytes / 2, tail = max_bytes - head;
@@ -146,7 +153,9 @@ ToolRun ToolRunner::Execute(const std::string& what, const std::vector<executor:
   bool failed = result->rejected || result->status != RunStatus::kExited || result->exit_code != 0;
   std::string ending = result->rejected ? "rejected" : Ending(*result);
   if (result->state_lost) ending += ", session restarted";
-  return {DescribeResult(*result, result_bytes_), !result->rejected, failed, ending, seconds};
+  std::optional<int> exit_code;
+  if (!result->rejected && result->status == RunStatus::kExited) exit_code = result->exit_code;
+  return {DescribeResult(*result, result_bytes_), !result->rejected, failed, ending, seconds, exit_code};
 }
 
 ToolRun ToolRunner::Run(const llm::ToolCall& call) {

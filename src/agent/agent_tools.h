@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,11 @@ struct ToolRun {
   bool failed = false;    // refused, invalid, or the code failed
   std::string ending;     // "exit code 0", "timed out ...", "refused", "invalid call"
   double seconds = 0;     // wall time of the execution
+  std::optional<int> exit_code = std::nullopt;  // when the code ran and exited
 };
+
+// "1.2 s", for progress lines.
+std::string SecondsText(double seconds);
 
 class ToolRunner {
  public:

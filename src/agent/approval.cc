@@ -35,6 +35,8 @@ class AskOnTerminal final : public Approver {
 
 }  // namespace
 
+bool OnTerminal(FILE* in, FILE* out) { return ::isatty(::fileno(in)) != 0 && ::isatty(::fileno(out)) != 0; }
+
 Result<ApprovalMode> ParseApprovalMode(const std::string& text) {
   if (text == "never") return ApprovalMode::kNever;
   if (text == "always") return ApprovalMode::kAlways;
@@ -44,7 +46,7 @@ Result<ApprovalMode> ParseApprovalMode(const std::string& text) {
 Result<std::unique_ptr<Approver>> MakeApprover(ApprovalMode mode, FILE* in, FILE* out,
                                                bool allow_non_terminal) {
   if (mode == ApprovalMode::kNever) return std::unique_ptr<Approver>(new AlwaysApprove());
-  if (!allow_non_terminal && (::isatty(::fileno(in)) == 0 || ::isatty(::fileno(out)) == 0)) {
+  if (!allow_non_terminal && !OnTerminal(in, out)) {
     return InvalidInput(
         "approval \"always\" asks before each execution, but stdin/stdout is not a terminal; run "
         "interactively, or pass --approve never");

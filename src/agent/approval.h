@@ -27,6 +27,9 @@ class Approver {
   virtual Decision Approve(const std::string& what, const std::string& code) = 0;
 };
 
+// Whether both streams are terminals: asking a person needs one, never input nobody types.
+bool OnTerminal(FILE* in, FILE* out);
+
 // kNever: approves everything. kAlways: asks on `in`/`out`, which must be a terminal unless
 // `allow_non_terminal` (tests); otherwise an error, never a run that hangs waiting for input.
 Result<std::unique_ptr<Approver>> MakeApprover(ApprovalMode mode, FILE* in, FILE* out,

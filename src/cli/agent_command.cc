@@ -21,6 +21,7 @@
 #include "src/agent/agent.h"
 #include "src/agent/scripted_model.h"
 #include "src/cli/policy_flags.h"
+#include "src/cli/team_setup.h"
 #include "src/executor/executors.h"
 #include "src/llm/llm_config.h"
 #include "src/llm/openai_client.h"
@@ -32,7 +33,8 @@ constexpr int kSbxFailed = 125;
 
 struct AgentFlags {
   std::string task, task_file, policy_file, image, out_dir = "sbx-agent-output", transcript;
-  std::string scripted_model, mode = "tools", approval = "never", instructions, instructions_file;
+  std::string scripted_model, mode = "tools", approval = "never", instructions, instructions_file, team;
+  std::vector<std::string> single_agent_flags;  // given, and meaningless for a --team run
   std::vector<std::string> inputs, outputs;
   llm::LlmConfigOverrides llm;
   int max_turns = 25;
@@ -45,7 +47,7 @@ int Refuse(const std::string& message) {
 
 void PrintAgentUsage() {
   std::fprintf(stderr,
-               "usage: sbx agent --task TEXT | --task-file FILE\n"
+               "usage: sbx agent --task TEXT | --task-file FILE [--team FILE]\n"
                "                 [--input HOST_PATH[:WORKSPACE_PATH]]... [--expect WORKSPACE_PATH]...\n"
                "                 [--out-dir DIR] [--transcript FILE] [--max-turns N]\n"
                "                 [--instructions TEXT | --instructions-file FILE]\n"
@@ -55,6 +57,8 @@ void PrintAgentUsage() {
                "                 [--network none|host|allowlist] [--allow HOST[:PORTS]]...\n"
                "The model is OpenAI-compatible: OPENAI_API_KEY, OPENAI_BASE_URL and SBX_MODEL (flags win).\n"
                "--scripted-model replays a scripted conversation instead of calling a model (offline demo).\n"
+               "--team FILE runs a team of agents (docs/teams.md); exit 2 also means max_rounds or\n"
+               "max_consecutive_auto_reply stopped it.\n"
                "exit: 0 the model finished and every expected output came back; 1 the model or a request\n"
                "failed; 2 max turns reached; 3 expected outputs missing; 125 refused (bad input).\n");
 }
@@ -95,6 +99,71 @@ Result<void> AddInput(const std::string& spec, executor::ExecutorOptions& option
   return {};
 }
 
+// Outputs land beside the run's own records: an output named like one (the sandbox wrote a
+// transcript.jsonl, say) must not replace the record of what really happened.
+std::vector<std::string> Records(const AgentFlags& flags) {
+  std::vector<std::string> records = {"network-*.jsonl"};
+  if (flags.transcript.empty()) records.push_back("transcript.jsonl");
+  return records;
+}
+
+void ReportOutputs(const CopyOutResult& outputs, const std::string& copy_error, const std::string& out_dir,
+                   const std::string& transcript_path) {
+  for (const auto& entry : outputs.entries) {
+    std::fprintf(stderr, "sbx agent: output %s: %s%s%s\n", entry.path.c_str(), CopyStatusName(entry.status),
+                 entry.detail.empty() ? "" : ", ", entry.detail.c_str());
+  }
+  if (outputs.unlisted != 0) {
+    std::fprintf(stderr, "sbx agent: %zu more entries not copied (not listed)\n", outputs.unlisted);
+  }
+  if (!copy_error.empty()) std::fprintf(stderr, "sbx agent: outputs not copied: %s\n", copy_error.c_str());
+  std::fprintf(stderr, "sbx agent: outputs in %s, transcript %s\n", out_dir.c_str(), transcript_path.c_str());
+}
+
+void CloseAndReportNetworks(executor::SessionExecutor& session) {
+  session.Close();  // its network log is complete only once its sbx-netd has stopped
+  for (const NetworkOutcome& network : session.EndedNetworks()) {
+    std::fprintf(stderr, "sbx agent: network log %s (sha256 %s): %llu allowed, %llu denied, tcp coverage %s\n",
+                 network.log_path.c_str(), network.log_sha256.c_str(),
+                 static_cast<unsigned long long>(network.allowed), static_cast<unsigned long long>(network.denied),
+                 network.tcp_coverage.c_str());
+  }
+}
+
+// The team's run, from the session on: the same outputs, records and reports as one agent's.
+int RunTeamAndReport(TeamSetup& team, executor::SessionExecutor& session, const AgentFlags& flags,
+                     const std::string& task, agent::Transcript& transcript, const std::string& out_dir,
+                     const std::string& transcript_path) {
+  agent::TeamMembers members = team.Members();
+  members.code = &session;
+  members.progress = [](const std::string& line) { std::fprintf(stderr, "sbx agent: %s\n", line.c_str()); };
+  agent::TeamResult result = agent::RunTeam(team.spec, members, task, transcript);
+  CopyOutResult outputs;
+  std::string copy_error;
+  if (!flags.outputs.empty()) {
+    auto copied = session.CopyOutputs(flags.outputs, out_dir, Records(flags));
+    if (copied) {
+      outputs = std::move(*copied);
+    } else {
+      copy_error = copied.error().message;
+    }
+  }
+  std::vector<std::string> missing = flags.outputs.empty() ? std::vector<std::string>{}
+                                                           : agent::MissingOutputs(flags.outputs, outputs);
+  std::fprintf(stderr, "sbx agent: team %s at %s's turn after %d round(s), %zu execution(s), %lld tokens\n",
+               agent::TeamStopName(result.stop), result.stopped_at.c_str(), result.rounds, result.executions.size(),
+               static_cast<long long>(result.usage.total_tokens));
+  ReportOutputs(outputs, copy_error, out_dir, transcript_path);
+  CloseAndReportNetworks(session);
+  if (result.stop == agent::TeamStop::kModelError) {
+    std::fprintf(stderr, "sbx agent: stopped: %s\n", result.error.c_str());
+  } else {
+    std::printf("%s\n", result.messages.back().content.c_str());
+  }
+  for (const auto& path : missing) std::fprintf(stderr, "sbx agent: expected output missing: %s\n", path.c_str());
+  return TeamExitCode(result, missing);
+}
+
 }  // namespace
 
 int RunAgentCommand(int argc, char** argv) {
@@ -119,6 +188,7 @@ int RunAgentCommand(int argc, char** argv) {
     else if (arg == "--out-dir") flags.out_dir = value;
     else if (arg == "--transcript") flags.transcript = value;
     else if (arg == "--scripted-model") flags.scripted_model = value;
+    else if (arg == "--team") flags.team = value;
     else if (arg == "--mode") flags.mode = value;
     else if (arg == "--approve") flags.approval = value;
     else if (arg == "--policy") flags.policy_file = value;
@@ -132,9 +202,17 @@ int RunAgentCommand(int argc, char** argv) {
         return Refuse("--max-turns: \"" + value + "\" is not a whole number in 1..1000");
       flags.max_turns = static_cast<int>(turns);
     } else policy_flags.emplace_back(arg, value);
+    for (const char* single : {"--instructions", "--instructions-file", "--scripted-model", "--mode", "--approve",
+                               "--max-turns"}) {
+      if (arg == single) flags.single_agent_flags.push_back(arg);
+    }
   }
 
   // Everything is checked before anything is created.
+  if (!flags.team.empty() && !flags.single_agent_flags.empty()) {
+    return Refuse(flags.single_agent_flags[0] +
+                  ": not with --team; set it per agent in the team file (docs/teams.md)");
+  }
   if (flags.task.empty() == flags.task_file.empty()) return Refuse("give the task with exactly one of --task or --task-file");
   if (!flags.task_file.empty()) {
     flags.task = ReadFile(flags.task_file);
@@ -171,7 +249,15 @@ int RunAgentCommand(int argc, char** argv) {
 
   std::unique_ptr<llm::LlmClient> model;
   std::string model_name;
-  if (!flags.scripted_model.empty()) {
+  std::optional<TeamSetup> team;
+  if (!flags.team.empty()) {
+    auto prepared = PrepareTeam(flags.team, flags.llm);
+    if (!prepared) return Refuse(prepared.error().message);
+    team = std::move(*prepared);
+    if (policy_network_allowlist) {
+      for (const auto& rule : policy_network_allowlist->allow) team->spec.network_allow.push_back(rule.text);
+    }
+  } else if (!flags.scripted_model.empty()) {
     auto scripted = agent::ScriptedModel::Load(flags.scripted_model);
     if (!scripted) return Refuse(scripted.error().message);
     std::fprintf(stderr, "sbx agent: SCRIPTED MODEL (no LLM is called): %s\n", scripted->label().c_str());
@@ -204,11 +290,15 @@ int RunAgentCommand(int argc, char** argv) {
   if (flags.transcript.empty()) ::unlink(transcript_path.c_str());  // the default one is ours to replace
   if (auto opened = agent::Transcript::Open(transcript, transcript_path); !opened) return Refuse(opened.error().ToString());
 
+  if (team) {
+    agent::AgentConfig task;
+    task.task = flags.task;
+    task.input_files = input_names;
+    task.expected_outputs = flags.outputs;
+    return RunTeamAndReport(*team, **session, flags, agent::TaskMessage(task), transcript, out_dir, transcript_path);
+  }
   agent::ToolRunner tools(**session, **approver, 16 * 1024);
-  // Outputs land beside the run's own records: an output named like one (the sandbox wrote a
-  // transcript.jsonl, say) must not replace the record of what really happened.
-  std::vector<std::string> records = {"network-*.jsonl"};
-  if (flags.transcript.empty()) records.push_back("transcript.jsonl");
+  std::vector<std::string> records = Records(flags);
   agent::AgentSession agent_session{tools, [&](const std::vector<std::string>& requests, const std::string& dir) {
                                       return (*session)->CopyOutputs(requests, dir, records);
                                     }};
@@ -230,22 +320,8 @@ int RunAgentCommand(int argc, char** argv) {
   std::fprintf(stderr, "sbx agent: %s after %d turn(s), %d execution(s), %lld tokens\n",
                agent::AgentEndName(result.end), result.turns, result.executions,
                static_cast<long long>(result.usage.total_tokens));
-  for (const auto& entry : result.outputs.entries) {
-    std::fprintf(stderr, "sbx agent: output %s: %s%s%s\n", entry.path.c_str(), CopyStatusName(entry.status),
-                 entry.detail.empty() ? "" : ", ", entry.detail.c_str());
-  }
-  if (result.outputs.unlisted != 0) {
-    std::fprintf(stderr, "sbx agent: %zu more entries not copied (not listed)\n", result.outputs.unlisted);
-  }
-  if (!result.copy_error.empty()) std::fprintf(stderr, "sbx agent: outputs not copied: %s\n", result.copy_error.c_str());
-  std::fprintf(stderr, "sbx agent: outputs in %s, transcript %s\n", out_dir.c_str(), transcript_path.c_str());
-  (*session)->Close();  // its network log is complete only once its sbx-netd has stopped
-  for (const NetworkOutcome& network : (*session)->EndedNetworks()) {
-    std::fprintf(stderr, "sbx agent: network log %s (sha256 %s): %llu allowed, %llu denied, tcp coverage %s\n",
-                 network.log_path.c_str(), network.log_sha256.c_str(),
-                 static_cast<unsigned long long>(network.allowed), static_cast<unsigned long long>(network.denied),
-                 network.tcp_coverage.c_str());
-  }
+  ReportOutputs(result.outputs, result.copy_error, out_dir, transcript_path);
+  CloseAndReportNetworks(**session);
   if (result.end == agent::AgentEnd::kError) {
     std::fprintf(stderr, "sbx agent: stopped: %s\n", result.error.c_str());
     return 1;

@@ -19,18 +19,12 @@ namespace {
 
 using sbx::testing::FakeOpenAiServer;
 using sbx::testing::FakeResponse;
+using sbx::testing::ReadHostFile;
 using sbx::testing::ScratchDir;
 using sbx::testing::TextCompletionBody;
 using sbx::testing::ToolCallsCompletionBody;
 
 constexpr char kKey[] = "sk-agent-test-0123456789abcdef";
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 // The content of the tool message answering `call_id` in a recorded request.
 std::string ToolResultIn(const sbx::testing::RecordedRequest& request, const std::string& call_id) {
@@ -99,10 +93,10 @@ TEST(Agent, RunsTheModelsCodeInTheSandboxAndBringsOutputsBack) {
   EXPECT_NE(env.find("HOME=/workspace"), std::string::npos) << env;
   EXPECT_NE(env.find("\n1000\n"), std::string::npos) << env;
   EXPECT_EQ(env.find(kKey), std::string::npos) << "the sandbox saw the runner's secret";
-  EXPECT_EQ(ReadAll(config.output_dir + "/output/result.txt"), "total 10\n");
+  EXPECT_EQ(ReadHostFile(config.output_dir + "/output/result.txt"), "total 10\n");
   ASSERT_EQ(result.outputs.entries.size(), 1u);
   EXPECT_EQ(result.outputs.entries[0].status, CopyStatus::kCopied);
-  std::string log = ReadAll(host.path() + "/transcript.jsonl");
+  std::string log = ReadHostFile(host.path() + "/transcript.jsonl");
   EXPECT_NE(log.find("sum 10"), std::string::npos);
   EXPECT_EQ(log.find(kKey), std::string::npos) << "the transcript holds the API key";
 }
@@ -125,8 +119,8 @@ TEST(Agent, OutputsNamedLikeTheRunsRecordsNeverReplaceThem) {
   auto run = sbx::testing::RunOnHost({SBX_BINARY, "agent", "--task", "x", "--scripted-model",
                                       host.path() + "/script.json", "--expect", "*", "--out-dir", out});
   EXPECT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_EQ(ReadAll(out + "/report.md"), "ok\n");
-  const std::string log = ReadAll(out + "/transcript.jsonl");
+  EXPECT_EQ(ReadHostFile(out + "/report.md"), "ok\n");
+  const std::string log = ReadHostFile(out + "/transcript.jsonl");
   EXPECT_NE(log.rfind("forged\n", 0), 0u) << log.substr(0, 400);
   EXPECT_NE(log.find("\"event\":\"end\""), std::string::npos) << log.substr(0, 400);
   EXPECT_NE(run.output.find("transcript.jsonl: destination_error"), std::string::npos) << run.output;
@@ -152,8 +146,8 @@ TEST(Agent, CliRunsAgainstAnOpenAiCompatibleServer) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("The total is 10"), std::string::npos) << run.output;
   EXPECT_EQ(run.output.find(kKey), std::string::npos);
-  EXPECT_EQ(ReadAll(host.path() + "/out/output/result.txt"), "total 10\n");
-  std::string log = ReadAll(host.path() + "/out/transcript.jsonl");
+  EXPECT_EQ(ReadHostFile(host.path() + "/out/output/result.txt"), "total 10\n");
+  std::string log = ReadHostFile(host.path() + "/out/transcript.jsonl");
   EXPECT_NE(log.find("\"end\":\"final_answer\""), std::string::npos) << log.substr(0, 2000);
   EXPECT_EQ(log.find(kKey), std::string::npos);
   const nlohmann::json first = server.requests().at(0).JsonBody();

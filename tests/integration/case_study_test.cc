@@ -27,14 +27,8 @@ namespace {
 using nlohmann::json;
 using sbx::testing::FakeOpenAiServer;
 using sbx::testing::FakeResponse;
+using sbx::testing::ReadHostFile;
 using sbx::testing::ScratchDir;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 std::string DemoFile(const std::string& name) { return std::string(SBX_SOURCE_DIR) + "/tools/demo/" + name; }
 
@@ -93,12 +87,12 @@ TEST(CaseStudy, FindsThePlantedEventsThroughAFaultyServer) {
                                             data.path() + "/energy.csv", "--seed", std::to_string(seed),
                                             "--events-json", data.path() + "/planted.json"});
   ASSERT_EQ(generated.exit_code, 0) << generated.output;
-  json planted = json::parse(ReadAll(data.path() + "/planted.json"));
+  json planted = json::parse(ReadHostFile(data.path() + "/planted.json"));
   // The generator's four kinds, one event each: fewer would let the checks below pass on less.
   ASSERT_EQ(planted.size(), 4u) << planted.dump();
 
   // The demo's scripted replies, in wire form, with a fault before each of the middle ones.
-  json script = json::parse(ReadAll(DemoFile("scripted_model.json")));
+  json script = json::parse(ReadHostFile(DemoFile("scripted_model.json")));
   std::vector<FakeResponse> faults = {
       FakeResponse::Json(429, R"({"error": {"message": "rate limited"}})").WithHeader("Retry-After", "1"),
       FakeResponse::Json(500, R"({"error": {"message": "internal error"}})"),
@@ -125,7 +119,7 @@ TEST(CaseStudy, FindsThePlantedEventsThroughAFaultyServer) {
   auto approver = MakeApprover(ApprovalMode::kNever, stdin, stderr).value();
   AgentConfig config;
   config.model = "case-study";
-  config.task = ReadAll(DemoFile("task.md"));
+  config.task = ReadHostFile(DemoFile("task.md"));
   config.input_files = {"input/energy.csv"};
   config.expected_outputs = {"output/anomalies.csv", "output/energy_anomalies.png", "output/anomaly_report.md"};
   AgentResult result = rig.Run(config, *approver);
@@ -138,11 +132,11 @@ TEST(CaseStudy, FindsThePlantedEventsThroughAFaultyServer) {
   EXPECT_EQ(server.unused_responses(), 0u);
 
   const std::string out = rig.host.path() + "/out/output/";
-  std::string png = ReadAll(out + "energy_anomalies.png");
+  std::string png = ReadHostFile(out + "energy_anomalies.png");
   ASSERT_GT(png.size(), 1000u);
   EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
-  std::string csv = ReadAll(out + "anomalies.csv");
-  std::string report = ReadAll(out + "anomaly_report.md");
+  std::string csv = ReadHostFile(out + "anomalies.csv");
+  std::string report = ReadHostFile(out + "anomaly_report.md");
   for (unsigned char c : report) EXPECT_LT(c, 128) << "the report is plain ASCII";
   // Every planted event appears in the CSV and the report by its start hour (the detector
   // may widen an event by an hour, so the planted start or the hour before it).
@@ -163,7 +157,7 @@ TEST(CaseStudy, FindsThePlantedEventsThroughAFaultyServer) {
     EXPECT_TRUE(in_report) << event.dump() << "\n" << report;
   }
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + static_cast<long>(planted.size())) << csv;
-  EXPECT_EQ(ReadAll(rig.host.path() + "/transcript.jsonl").find("sk-case-study"), std::string::npos);
+  EXPECT_EQ(ReadHostFile(rig.host.path() + "/transcript.jsonl").find("sk-case-study"), std::string::npos);
 }
 
 TEST(CaseStudy, CodeBlockModeWithApprovalRunsOnlyWhatThePersonAllows) {
@@ -195,7 +189,7 @@ TEST(CaseStudy, CodeBlockModeWithApprovalRunsOnlyWhatThePersonAllows) {
   std::string third = requests[2].JsonBody()["messages"].back()["content"];
   EXPECT_NE(third.find("refused"), std::string::npos) << third;
   EXPECT_NE(third.find("please do not delete anything"), std::string::npos) << third;
-  EXPECT_EQ(ReadAll(rig.host.path() + "/out/seen.txt"), "yes");  // the refused rm never ran
+  EXPECT_EQ(ReadHostFile(rig.host.path() + "/out/seen.txt"), "yes");  // the refused rm never ran
   std::rewind(shown);
   char buffer[4096] = {};
   size_t n = std::fread(buffer, 1, sizeof buffer - 1, shown);

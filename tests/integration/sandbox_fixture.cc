@@ -53,6 +53,13 @@ std::string MechanismOf(const RunResult& result, const std::string& what) {
   return "";
 }
 
+std::string ReadHostFile(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
 HostRun RunOnHost(const std::vector<std::string>& argv, const std::function<bool()>& prepare) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return {};

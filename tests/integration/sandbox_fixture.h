@@ -30,6 +30,9 @@ struct HostRun {
 // returns false to fail the run with exit code 99.
 HostRun RunOnHost(const std::vector<std::string>& argv, const std::function<bool()>& prepare = {});
 
+// A host file's whole content; "" when it cannot be read.
+std::string ReadHostFile(const std::string& path);
+
 // What enforced `what` in the result ("memory": "cgroup_v1", ...), "" when it does not say.
 std::string MechanismOf(const RunResult& result, const std::string& what);
 

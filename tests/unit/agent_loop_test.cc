@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent_fakes.h"
 #include "files_test_util.h"
 #include "src/agent/agent.h"
 #include "src/agent/code_blocks.h"
@@ -16,52 +17,10 @@ namespace {
 
 using executor::CodeBlock;
 using executor::CodeResult;
-
-// Records every request and answers from a queue; an empty queue is an LLM error.
-class FakeModel final : public llm::LlmClient {
- public:
-  std::deque<Result<llm::ChatResponse>> replies;
-  std::vector<llm::ChatRequest> requests;
-  Result<llm::ChatResponse> Complete(const llm::ChatRequest& request) override {
-    requests.push_back(request);
-    if (replies.empty()) return MakeError(ErrorCode::kIo, "HTTP 503: overloaded (after 4 retries)");
-    auto reply = replies.front();
-    replies.pop_front();
-    return reply;
-  }
-};
-
-llm::ChatResponse Text(const std::string& content) {
-  llm::ChatResponse response;
-  response.message = {"assistant", content, {}, "", ""};
-  response.usage = {10, 5, 15};
-  return response;
-}
-
-llm::ChatResponse Calls(std::vector<llm::ToolCall> calls) {
-  llm::ChatResponse response;
-  response.message = {"assistant", std::nullopt, std::move(calls), "", ""};
-  response.usage = {10, 5, 15};
-  return response;
-}
-
-// Runs nothing: records the blocks and answers with a canned result.
-class FakeExecutor final : public executor::CodeExecutor {
- public:
-  std::vector<std::vector<CodeBlock>> calls;
-  CodeResult next;
-  Result<CodeResult> Execute(const std::vector<CodeBlock>& blocks) override {
-    calls.push_back(blocks);
-    if (auto valid = executor::ValidateBlocks(blocks); !valid) {
-      CodeResult rejected;
-      rejected.rejected = true;
-      rejected.notice = valid.error().message;
-      return rejected;
-    }
-    return next;
-  }
-  std::string Name() const override { return "fake"; }
-};
+using testing::Calls;
+using testing::FakeExecutor;
+using testing::FakeModel;
+using testing::Text;
 
 class RefuseAll final : public Approver {
  public:
