@@ -15,8 +15,9 @@ packages=(
   clang libclang-rt-14-dev
   # the network tests' small internet (tests/net): namespaces, veth, a test CA
   iproute2 openssl
-  # the isolation suites inside a container (tools/container/isolation_suites.sh)
-  podman runc catatonit
+  # the isolation suites inside a container (tools/container/isolation_suites.sh); the CI
+  # recipes' YAML (tools/container/ci_recipes.sh)
+  podman runc catatonit python3-yaml
   # the host side of the differential tests (the same Python stack as the image)
   python3 python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pytest
   # the Python package's offline install test (tests/python_suite.sh: a venv, pip from Debian)

@@ -2,8 +2,10 @@
 # The whole test suite, as README.md's quick start and CI run it, on a fresh Debian 12 machine:
 #   1. install missing Debian packages; 2. build; 3. build the image unless cached;
 #   4. unit tests; 5. integration tests (real sandboxes), and the isolation and limits suites
-#   again inside a podman container (tools/container/isolation_suites.sh); 6. the server (`sbx serve`), its wire
-#   protocol with pytest against the real server (tests/server_suite.sh); 7. the Python package
+#   again inside a podman container (tools/container/isolation_suites.sh), and the CI recipes
+#   (deploy/ci/) as their runners would run them (tools/container/ci_recipes.sh); 6. the
+#   server (`sbx serve`), its wire protocol with pytest against the real server
+#   (tests/server_suite.sh); 7. the Python package
 #   against it (tests/python_suite.sh); 8. numpy's, pandas' and matplotlib's own test suites in
 #   the sandbox against the host; 9. unit tests again under AddressSanitizer +
 #   UndefinedBehaviorSanitizer; 10. the cgroup v2 tests in a qemu VM (this host is cgroup v1
@@ -68,6 +70,12 @@ tools/container/isolation_suites.sh "$reports/container.xml" || container_status
 python3 tests/gtest_report.py --label "in a container" --expected "$expected_skips" \
   --totals "$totals" "$reports/container.xml" || container_status=$((container_status ? container_status : 1))
 ((container_status == 0)) || exit "$container_status"
+step "the CI recipes (deploy/ci/) under podman, with and without their options"
+recipes_status=0
+tools/container/ci_recipes.sh --build | tee "$reports/ci-recipes.log" || recipes_status=$?
+printf 'ci recipes\t%d\t%d\t0\t0\n' "$(grep -c '^ok ' "$reports/ci-recipes.log")" \
+  "$(grep -c '^FAIL ' "$reports/ci-recipes.log")" >>"$totals"
+((recipes_status == 0)) || exit "$recipes_status"
 step "the server (tests/server, pytest) against a real sbx serve"
 server_status=0
 tests/server_suite.sh "$reports/server.xml" || server_status=$?

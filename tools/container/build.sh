@@ -18,7 +18,8 @@ trap 'rm -rf "$rootfs"' EXIT
 # A minimal root on purpose: no /tmp, /run or /var/tmp, as in the slimmest CI images.
 mkdir -p "$rootfs"/{bin,usr/local/bin,etc,proc,sys,dev,root,var/cache/sbx/images}
 cp /bin/busybox "$rootfs/bin/busybox"
-for applet in sh ls cat mkdir id true echo grep mount; do ln -s busybox "$rootfs/bin/$applet"; done
+# tail: a GitHub Actions job container's entrypoint is `tail -f /dev/null` (deploy/ci/).
+for applet in sh ls cat mkdir id true echo grep mount tail; do ln -s busybox "$rootfs/bin/$applet"; done
 cp "$build/sbx" "$build/sbx-netd" "$rootfs/usr/local/bin/"
 # Shared libraries by the paths the dynamic loader was linked with.
 for lib in $(ldd "$build/sbx" "$build/sbx-netd" | grep -o '/[^ ]*\.so[^ ]*' | sort -u); do
