@@ -22,9 +22,10 @@ packages=(
   python3 python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pytest
   # the Python package's offline install test (tests/python_suite.sh: a venv, pip from Debian)
   python3-venv
-  # the Kubernetes manifests: podman kube play (tools/container/kube_play.sh; crun refuses this
-  # host's hybrid cgroups, so runc) and the schema validator's Node.js (tools/kubernetes/)
-  podman runc nodejs
+  # the Kubernetes manifests: podman kube play (tools/container/kube_play.sh, which reads them
+  # with PyYAML; crun refuses this host's hybrid cgroups, so runc) and the schema validator's
+  # Node.js (tools/kubernetes/)
+  podman runc python3-yaml nodejs
   # numpy's and pandas' own test suites import hypothesis (tests/library_suites.sh copies it
   # into the workspace for the sandbox side)
   python3-hypothesis python3-sortedcontainers
