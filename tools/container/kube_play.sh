@@ -94,6 +94,7 @@ state() {  # everything podman holds, to compare before and after
   podman volume ls -q | sort
   podman secret ls --format '{{.Name}}' | sort
   podman network ls -q | sort
+  ls /run/netns 2>/dev/null | sort || true  # the pod's network namespace file
 }
 state >"$work/before"
 for volume in state tmp; do
@@ -150,9 +151,9 @@ finish() {
   teardown
   state >"$work/after"
   if diff "$work/before" "$work/after" >"$work/left"; then
-    check "teardown: no pod, container, volume, secret or network left" 0
+    check "teardown: no pod, container, volume, secret, network or netns left" 0
   else
-    check "teardown: no pod, container, volume, secret or network left" 1 \
+    check "teardown: no pod, container, volume, secret, network or netns left" 1 \
       "$(tr '\n' ' ' <"$work/left")"
     sed 's/^/  down: /' "$work/down.log"
   fi
