@@ -15,13 +15,16 @@ packages=(
   clang libclang-rt-14-dev
   # the network tests' small internet (tests/net): namespaces, veth, a test CA
   iproute2 openssl
-  # the isolation suites inside a container (tools/container/isolation_suites.sh); the CI
-  # recipes' YAML (tools/container/ci_recipes.sh)
+  # the isolation suites inside a container (tools/container/isolation_suites.sh), the CI
+  # recipes' YAML (tools/container/ci_recipes.sh) and the Kubernetes Deployment under podman
+  # kube play (tools/container/kube_play.sh, which reads it with PyYAML too)
   podman runc catatonit python3-yaml
   # the host side of the differential tests (the same Python stack as the image)
   python3 python3-numpy python3-pandas python3-matplotlib python3-scipy python3-pytest
   # the Python package's offline install test (tests/python_suite.sh: a venv, pip from Debian)
   python3-venv
+  # the Kubernetes manifests' schema validator runs on Node.js (tools/kubernetes/)
+  nodejs
   # numpy's and pandas' own test suites import hypothesis (tests/library_suites.sh copies it
   # into the workspace for the sandbox side)
   python3-hypothesis python3-sortedcontainers

@@ -5,12 +5,14 @@
 #   again inside a podman container (tools/container/isolation_suites.sh), and the CI recipes
 #   (deploy/ci/) as their runners would run them (tools/container/ci_recipes.sh); 6. the
 #   server (`sbx serve`), its wire protocol with pytest against the real server
-#   (tests/server_suite.sh); 7. the Python package
-#   against it (tests/python_suite.sh); 8. numpy's, pandas' and matplotlib's own test suites in
-#   the sandbox against the host; 9. unit tests again under AddressSanitizer +
-#   UndefinedBehaviorSanitizer; 10. the cgroup v2 tests in a qemu VM (this host is cgroup v1
-#   hybrid); 11. every fuzz target for a few seconds from its seed
-#   corpus (tools/fuzz.sh; the seeds include each crash ever found); 12. a soak of 300 mixed
+#   (tests/server_suite.sh); 7. the Python package against it (tests/python_suite.sh); 8. the
+#   Kubernetes manifests (deploy/kubernetes/) against the API schema
+#   (tools/kubernetes/validate.sh), then the Deployment under podman kube play, reached by the
+#   Python package (tools/container/kube_play.sh); 9. numpy's, pandas' and matplotlib's own
+#   test suites in the sandbox against the host; 10. unit tests again under AddressSanitizer +
+#   UndefinedBehaviorSanitizer; 11. the cgroup v2 tests in a qemu VM (this host is cgroup v1
+#   hybrid); 12. every fuzz target for a few seconds from its seed
+#   corpus (tools/fuzz.sh; the seeds include each crash ever found); 13. a soak of 300 mixed
 #   runs through sbx run and sbx serve that must leave nothing behind (tools/soak.sh). Every
 #   step must pass; the first failure stops the run.
 # Every skipped GoogleTest test is printed with its reason, and a skip that
@@ -84,6 +86,13 @@ python3 tests/gtest_report.py --label "server" --expected "$expected_skips" \
 ((server_status == 0)) || exit "$server_status"
 step "the Python package (python/tests, pytest) against sbx serve"
 tests/python_suite.sh --totals "$totals"
+step "Kubernetes: the manifests against the API schema, then podman kube play of the Deployment"
+kube_status=0
+{ tools/kubernetes/validate.sh && tools/container/kube_play.sh; } 2>&1 | tee "$reports/kube.log" ||
+  kube_status=$?
+awk '/^[0-9]+ passed, [0-9]+ failed$/ {p += $1; f += $3}
+  END {printf "kubernetes\t%d\t%d\t0\t0\n", p, f}' "$reports/kube.log" >>"$totals"
+((kube_status == 0)) || exit "$kube_status"
 step "the libraries' own test suites: sandbox vs host, test by test"
 tests/library_suites.sh --totals "$totals"
 step "unit tests under ASan + UBSan"

@@ -6,16 +6,51 @@
 namespace sbx {
 namespace {
 
+const std::vector<IdRange> kHostMap = {{0, 0, 4294967295u}};
+
 TEST(IdMapping, RootModeMapsToTheReservedUnprivilegedId) {
-  auto mapping = ComputeIdMapping(0, 0);
+  auto mapping = ComputeIdMapping(0, 0, kHostMap, kHostMap);
   ASSERT_TRUE(mapping);
   EXPECT_TRUE(mapping->root_mode);
   EXPECT_EQ(mapping->UidMapLine(), "0 2000000000 1\n1000 2000001000 1\n");
   EXPECT_EQ(mapping->GidMapLine(), "0 2000000000 1\n1000 2000001000 1\n");
 }
 
+TEST(IdMapping, RootInAUserNamespacedPodUsesItsHighestIdsBelowOverflow) {
+  // Kubernetes' hostUsers: false: the pod's 0-65535 map to a range on the node.
+  const std::vector<IdRange> pod = {{0, 1000000, 65536}};
+  auto mapping = ComputeIdMapping(0, 0, pod, pod);
+  ASSERT_TRUE(mapping);
+  EXPECT_TRUE(mapping->root_mode);
+  EXPECT_EQ(mapping->UidMapLine(), "0 65532 1\n1000 65533 1\n");
+  EXPECT_EQ(mapping->GidMapLine(), "0 65532 1\n1000 65533 1\n");
+  // podman's --userns=auto minimum, and a map in two pieces: the highest pair wins.
+  auto small = ComputeIdMapping(0, 0, {{0, 1000000, 1024}}, {{0, 5000, 10}, {10, 9000, 90}});
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->UidMapLine(), "0 1022 1\n1000 1023 1\n");
+  EXPECT_EQ(small->GidMapLine(), "0 98 1\n1000 99 1\n");
+}
+
+TEST(IdMapping, RootInANamespaceWithoutTwoSpareIdsIsRefusedWithTheFix) {
+  auto mapping = ComputeIdMapping(0, 0, {{0, 1000, 1}}, {{0, 1000, 1}});
+  ASSERT_FALSE(mapping);
+  EXPECT_NE(mapping.error().message.find("hostUsers: false"), std::string::npos)
+      << mapping.error().message;
+  EXPECT_FALSE(ComputeIdMapping(0, 0, {{65534, 1, 2}}, {{65534, 1, 2}}));
+}
+
+TEST(IdMapping, ParsesProcIdMaps) {
+  auto ranges = ParseIdMap("         0    1000000      65536\n      1000 2000 1\n");
+  ASSERT_TRUE(ranges);
+  ASSERT_EQ(ranges->size(), 2u);
+  EXPECT_EQ((*ranges)[0].outside, 1000000u);
+  EXPECT_EQ((*ranges)[1].count, 1u);
+  EXPECT_FALSE(ParseIdMap("0 1000000\n"));
+  EXPECT_FALSE(ParseIdMap("0 1 2 3\n"));
+}
+
 TEST(IdMapping, RootlessMapsTheCallerTo1000) {
-  auto mapping = ComputeIdMapping(1234, 2345);
+  auto mapping = ComputeIdMapping(1234, 2345, kHostMap, kHostMap);
   ASSERT_TRUE(mapping);
   EXPECT_FALSE(mapping->root_mode);
   EXPECT_EQ(mapping->UidMapLine(), "1000 1234 1\n");
@@ -23,10 +58,10 @@ TEST(IdMapping, RootlessMapsTheCallerTo1000) {
 }
 
 TEST(IdMapping, RefusesOverflowAndInvalidIds) {
-  EXPECT_FALSE(ComputeIdMapping(65534, 100));
-  EXPECT_FALSE(ComputeIdMapping(1000, 65534));
-  EXPECT_FALSE(ComputeIdMapping(4294967295u, 100));
-  EXPECT_FALSE(ComputeIdMapping(1000, 0));
+  EXPECT_FALSE(ComputeIdMapping(65534, 100, kHostMap, kHostMap));
+  EXPECT_FALSE(ComputeIdMapping(1000, 65534, kHostMap, kHostMap));
+  EXPECT_FALSE(ComputeIdMapping(4294967295u, 100, kHostMap, kHostMap));
+  EXPECT_FALSE(ComputeIdMapping(1000, 0, kHostMap, kHostMap));
 }
 
 }  // namespace
