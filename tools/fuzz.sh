@@ -18,10 +18,11 @@ cmake -S "$root" -B "$build" -DSBX_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_
 cmake --build "$build" -j"$(nproc)" -- --no-print-directory >/dev/null
 
 # The longest input each target is given: what the reader can be handed, no more (a larger
-# input only slows every execution down).
+# input only slows every execution down). A request stream has no end: two heads' worth.
 declare -A max_len=(
   [dns_message]=1300 [tls_client_hello]=20000 [http_head]=9000 [proxy_request]=9000
-  [session_frames]=65536 [policy]=16384 [manifest]=8192 [workspace_tar]=65536
+  [http_request_stream]=16384 [session_frames]=65536 [policy]=16384 [manifest]=8192
+  [workspace_tar]=65536
 )
 targets=("$@")
 if ((${#targets[@]} == 0)); then

@@ -7,8 +7,14 @@ corpora are committed. Every listener is on 127.0.0.1 and takes one connection.
   tls_client_hello  ClientHellos of python's ssl and of openssl s_client, one in several records
   http_head         the request heads of curl and python's urllib
   proxy_request     curl's absolute-form and CONNECT requests to a proxy
+  http_request_stream  whole keep-alive connections to an HTTP/1.1 server: curl's two GETs,
+                    python's POST then GET, python's and curl's chunked uploads (curl's two,
+                    asked for Expect: 100-continue); and, written here since no client sends them,
+                    pipelined GETs and two smuggling attempts (CL and TE together, a GET body)
   session_frames    the real session driver (rootfs/session_driver.py) answering request 3
 """
+import http.client
+import http.server
 import os
 import socket
 import ssl
@@ -21,6 +27,11 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+# curl straight to the local listeners, whatever proxy the machine is set up with.
+CLIENT_ENV = {**os.environ,
+              "http_proxy": "", "https_proxy": "", "HTTP_PROXY": "", "HTTPS_PROXY": ""}
 
 
 def save(target, name, data):
@@ -90,12 +101,10 @@ def tls_seeds():
 
 
 def http_seeds():
-    no_proxy = {"http_proxy": "", "https_proxy": "", "HTTP_PROXY": "", "HTTPS_PROXY": ""}
-    env = {**os.environ, **no_proxy}
 
     def curl(args):
         return lambda port: subprocess.run(
-            ["curl", "-s", "-m", "2", *args(port)], env=env, capture_output=True, timeout=5)
+            ["curl", "-s", "-m", "2", *args(port)], env=CLIENT_ENV, capture_output=True, timeout=5)
 
     save("http_head", "curl-get", capture_tcp(curl(lambda p: [
         "--connect-to", f"example.com:80:127.0.0.1:{p}", "http://example.com/index.html?q=1"])))
@@ -116,6 +125,111 @@ def http_seeds():
         "-x", f"http://127.0.0.1:{p}", "https://example.com/"])))
     save("proxy_request", "curl-connect-v6", capture_tcp(curl(lambda p: [
         "-p", "-x", f"http://127.0.0.1:{p}", "http://[2001:db8::1]:8443/"])))
+
+
+class _Recorded:
+    """A request handler's rfile that keeps every byte the handler reads."""
+
+    def __init__(self, rfile, into):
+        self._rfile, self._into = rfile, into
+
+    def readline(self, *args):
+        line = self._rfile.readline(*args)
+        self._into.append(line)
+        return line
+
+    def read(self, *args):
+        data = self._rfile.read(*args)
+        self._into.append(data)
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self._rfile, name)
+
+
+def capture_keep_alive(client):
+    """Runs client(port) against a keep-alive HTTP/1.1 server that reads every request and its
+    body (Content-Length or chunked) and answers 200; returns the bytes the client sent."""
+    received = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self):
+            super().setup()
+            self.rfile = _Recorded(self.rfile, received)
+
+        def answer(self):
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                while (size := int(self.rfile.readline().strip(), 16)) > 0:
+                    self.rfile.read(size)
+                    self.rfile.readline()
+                while self.rfile.readline() not in (b"\r\n", b""):
+                    pass
+            else:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        do_GET = do_POST = do_PUT = answer
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    try:
+        client(server.server_address[1])
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()
+    return b"".join(received)
+
+
+def request_stream_seeds():
+
+    def curl(*args):
+        return lambda port: subprocess.run(
+            ["curl", "-s", "-m", "5", "--connect-to", f"example.com:80:127.0.0.1:{port}", *args],
+            env=CLIENT_ENV, capture_output=True, timeout=10, check=True)
+
+    save("http_request_stream", "curl-keep-alive-gets", capture_keep_alive(
+        curl("http://example.com/a", "http://example.com/b?x=1")))
+    save("http_request_stream", "curl-chunked-expect", capture_keep_alive(
+        curl("-H", "Transfer-Encoding: chunked", "-H", "Expect: 100-continue",
+             "--data-binary", "chunk of a body",
+             "http://example.com/upload", "http://example.com/after")))
+
+    def python_client(*requests):
+        def run(port):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            for method, path, body in requests:
+                connection.request(method, path, body=body, headers={"Host": "api.example.com"})
+                connection.getresponse().read()
+            connection.close()
+        return run
+
+    save("http_request_stream", "python-post-then-get", capture_keep_alive(python_client(
+        ("POST", "/v1/items", b'{"name": "a"}'), ("GET", "/v1/items", None))))
+    save("http_request_stream", "python-chunked-then-get", capture_keep_alive(python_client(
+        ("POST", "/upload", iter([b"first ", b"second"])), ("GET", "/done", None))))
+
+    get = b"GET /%d HTTP/1.1\r\nHost: example.com\r\n\r\n"
+    save("http_request_stream", "pipelined-gets", b"".join(get % i for i in range(3)))
+    # A front end reading Content-Length passes the body whole; a server reading
+    # Transfer-Encoding ends it at "0" and reads the rest as a request for another host.
+    hidden = b"GET /admin HTTP/1.1\r\nHost: internal.example\r\n\r\n"
+    save("http_request_stream", "smuggle-cl-te",
+         b"POST / HTTP/1.1\r\nHost: example.com\r\nContent-Length: %d\r\n"
+         b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n%s" % (5 + len(hidden), hidden))
+    # A server ignoring a GET's body reads it as the next request (CL.0).
+    save("http_request_stream", "smuggle-get-body",
+         b"GET / HTTP/1.1\r\nHost: example.com\r\nContent-Length: %d\r\n\r\n%s"
+         % (len(hidden), hidden))
 
 
 def dns_seeds():
@@ -167,5 +281,6 @@ def session_seeds():
 if __name__ == "__main__":
     tls_seeds()
     http_seeds()
+    request_stream_seeds()
     dns_seeds()
     session_seeds()
