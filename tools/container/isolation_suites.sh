@@ -35,7 +35,8 @@ ldd "$tests" "$root/build/sbx" "$root/build/sbx-netd" | awk '/=> \// { print $3 
 # internet is built with `ip netns` on the host), the CLI's uid switches, the pool (its
 # benchmarks' fixtures), and one control that cannot be: under the container's seccomp
 # profile the privileged calls' host-side control is denied too, so it proves nothing there.
-# --init: a small init is the container's pid 1, not the test binary, which counts its own
+# --rootfs is a switch: the first argument after the options is the root directory, then the
+# command. --init: a small init is the container's pid 1, not the test binary, which counts its own
 # children (InitExit) and would otherwise adopt every orphan of the container.
 filter='Isolation*:Limits*:InitExit*:RootFallback*:Cleanup*'
 filter+=':-Isolation.PrivilegedCallsAreDeniedButWorkOnTheHost'
@@ -46,8 +47,7 @@ podman --runtime runc --cgroup-manager cgroupfs run --rm \
   -v /var/cache/sbx/images:/var/cache/sbx/images:ro \
   -v "$root/build:$root/build:ro" -v "$root/tests:$root/tests:ro" \
   -v "$work/lib:/opt/sbx-test-lib:ro" -e LD_LIBRARY_PATH=/opt/sbx-test-lib \
-  -v "$work/out:/out" --tmpfs /tmp --rootfs "$image:O" \
-  --init \
-  "$tests" --gtest_brief=1 --gtest_filter="$filter" --gtest_output=xml:/out/report.xml || status=$?
+  -v "$work/out:/out" --tmpfs /tmp --init \
+  --rootfs "$image:O" "$tests" --gtest_brief=1 --gtest_filter="$filter" --gtest_output=xml:/out/report.xml || status=$?
 [[ -z $report ]] || cp "$work/out/report.xml" "$report"
 exit "$status"
