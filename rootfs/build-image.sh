@@ -2,8 +2,10 @@
 # Builds the sbx Python image (a Debian root directory, from recipe.conf) into the image cache,
 # atomically and under a lock. `sbx image build` runs this; it also works on its own.
 #
-# Usage: build-image.sh [--force] [--cache-dir DIR]
+# Usage: build-image.sh [--force] [--cache-dir DIR] [--name NAME --add PKG...]
 #   DIR defaults to /var/cache/sbx/images as root, $XDG_CACHE_HOME/sbx/images otherwise.
+#   --name NAME --add PKG...: a variant, the recipe plus Debian packages, pointed at by
+#   DIR/name-NAME; the default pointer is left alone.
 #   SBX_MIRROR overrides the mirror (default: apt's own debian.sources, as the notes advise).
 #
 # Cache layout:
@@ -11,6 +13,7 @@
 #   DIR/<id>.json         metadata: recipe id, package versions, size, files, build seconds
 #   DIR/recipe-<rid>      symlink to the image last built from recipe id <rid> (cache lookup)
 #   DIR/default           symlink to the image of the current recipe
+#   DIR/name-<NAME>       symlink to the variant built with --name NAME
 #   DIR/.lock             flock held for the whole build; DIR/.build-*: in-progress builds
 set -euo pipefail
 
@@ -18,6 +21,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 recipe=$here/recipe.conf
 force=0
 cache=
+name=
+added=()
 
 die() { echo "build-image: error: $*" >&2; exit 1; }
 
@@ -25,11 +30,30 @@ while (($#)); do
   case $1 in
     --force) force=1 ;;
     --cache-dir) cache=${2:?--cache-dir needs a directory}; shift ;;
-    -h | --help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument '$1' (usage: build-image.sh [--force] [--cache-dir DIR])" ;;
+    --name) name=${2:?--name needs a name}; shift ;;
+    --add) added+=("${2:?--add needs a Debian package name}"); shift ;;
+    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$1' (usage: build-image.sh [--force] [--cache-dir DIR] [--name NAME --add PKG...])" ;;
   esac
   shift
 done
+
+# The same rules as sandbox/image.cc: a name is never all hex digits, so it cannot be read as
+# an image id, and `default` is the default image's pointer.
+if [[ -n $name || ${#added[@]} -gt 0 ]]; then
+  [[ -n $name ]] || die "--add: a variant needs --name NAME"
+  ((${#added[@]})) || die "--name $name: give the packages to add with --add PKG"
+  [[ $name =~ ^[a-z][a-z0-9-]{0,31}$ && ! $name =~ ^[0-9a-f]+$ && $name != default ]] ||
+    die "--name '$name': use 1-32 of a-z, 0-9 and -, starting with a letter, not all hex digits, not 'default'"
+  for pkg in "${added[@]}"; do
+    [[ $pkg =~ ^[a-z0-9][a-z0-9+.-]+$ ]] ||
+      die "--add '$pkg': not a Debian package name (lower case letters, digits, + - .)"
+  done
+  mapfile -t added < <(printf '%s\n' "${added[@]}" | LC_ALL=C sort -u)
+  pointer=name-$name
+else
+  pointer=default
+fi
 
 if [[ -z $cache ]]; then
   if ((EUID == 0)); then
@@ -89,7 +113,11 @@ fi
 # The recipe files are what decides the image, apart from the mirror's package versions.
 recipe_files=("$recipe" "$here/build-image.sh" "$here/customize.sh" "$here/session_driver.py" "$here/zygote.py"
   "$here/zygote_prefault.py")
-recipe_id=$({ cat "${recipe_files[@]}"; echo "$arch"; } | sha256sum | cut -c1-12)
+# A variant's added packages are part of its recipe, so it is cached by what it holds; the
+# default recipe adds nothing to the hash.
+added_lines=$(for pkg in "${added[@]}"; do echo "add $pkg"; done)
+recipe_id=$({ cat "${recipe_files[@]}"; echo "$arch"; [[ -z $added_lines ]] || echo "$added_lines"; } |
+  sha256sum | cut -c1-12)
 
 mkdir -p "$cache"
 exec 9>>"$cache/.lock"
@@ -112,7 +140,7 @@ done
 if ((!force)) && [[ -L $cache/recipe-$recipe_id ]]; then
   id=$(readlink "$cache/recipe-$recipe_id")
   if [[ -f $cache/$id/.sbx-image.json && -f $cache/$id.json ]]; then
-    ln -sfn "$id" "$cache/.default.new" && mv -T "$cache/.default.new" "$cache/default"
+    ln -sfn "$id" "$cache/.$pointer.new" && mv -T "$cache/.$pointer.new" "$cache/$pointer"
     step "image $id is up to date (recipe $recipe_id): $cache/$id"
     exit 0
   fi
@@ -137,7 +165,7 @@ while read -r pkg; do
 done < <(recipe_all stub)
 chmod -R a+rX "$tmp/stubs"  # unshare mode reads them as a mapped user
 
-args+=("--include=$(recipe_all package | paste -sd, -)")
+args+=("--include=$(recipe_all package | cat - <(printf '%s\n' "${added[@]}") | grep . | paste -sd, -)")
 while read -r filter; do
   args+=("--dpkgopt=$filter")
 done < <(awk '$1 == "path-exclude" || $1 == "path-include" { print $1 "=" $2 }' "$recipe")
@@ -166,6 +194,9 @@ if ((rc != 0)); then
   tail -n 25 "$log" | sed 's/^/  | /' >&2
   # Name the package and the mirror's answer when a download failed.
   report_fetch_errors "$log" >&2
+  if ((${#added[@]})); then
+    die "build of variant '$name' failed; check each --add package (${added[*]}) with \`apt-cache policy PKG\` against the mirror $mirror"
+  fi
   die "build failed; the recipe is $recipe, the mirror $mirror"
 fi
 
@@ -174,7 +205,8 @@ step "normalising ownership and modes"
 "$here/customize.sh" "$root" "$recipe" normalize
 
 versions=$(dpkg-query --admindir="$root/var/lib/dpkg" -W | LC_ALL=C sort)
-id=$({ cat "${recipe_files[@]}"; echo "$arch"; echo "$versions"; } | sha256sum | cut -c1-12)
+id=$({ cat "${recipe_files[@]}"; echo "$arch"; [[ -z $added_lines ]] || echo "$added_lines"; echo "$versions"; } |
+  sha256sum | cut -c1-12)
 created=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 printf '{"id": "%s", "recipe_id": "%s", "created": "%s"}\n' "$id" "$recipe_id" "$created" \
   >"$root/.sbx-image.json"
@@ -189,6 +221,7 @@ seconds=$((SECONDS - start))
     "$id" "$recipe_id" "$suite" "$arch"
   printf '  "mode": "%s",\n  "created": "%s",\n' "$mode" "$created"
   printf '  "build_seconds": %d,\n' "$seconds"
+  printf '  "added_packages": [%s],\n' "$(for pkg in "${added[@]}"; do printf '"%s"\n' "$pkg"; done | paste -sd, -)"
   printf '  "size_bytes": %d,\n  "file_count": %d,\n  "packages": {\n' "$size" "$files"
   awk -F'\t' '{ printf "%s    \"%s\": \"%s\"", (NR > 1 ? ",\n" : ""), $1, $2 } END { print "" }' \
     <<<"$versions"
@@ -203,6 +236,6 @@ fi
 mv -T "$root" "$cache/$id"
 mv -T "$tmp/meta.json" "$cache/$id.json"
 ln -sfn "$id" "$cache/.recipe.new" && mv -T "$cache/.recipe.new" "$cache/recipe-$recipe_id"
-ln -sfn "$id" "$cache/.default.new" && mv -T "$cache/.default.new" "$cache/default"
+ln -sfn "$id" "$cache/.$pointer.new" && mv -T "$cache/.$pointer.new" "$cache/$pointer"
 step "done: image $id, $(du -sh "$cache/$id" | cut -f1), $files files, built in ${seconds}s"
 echo "$cache/$id"

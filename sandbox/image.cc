@@ -24,11 +24,13 @@ namespace {
 
 constexpr char kBuildHint[] = "run `sbx image build` to build it (about a minute)";
 
-bool IsImageId(const std::string& name) {
-  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-  });
+constexpr char kNamePrefix[] = "name-";
+
+bool IsHexOnly(const std::string& name) {
+  return std::all_of(name.begin(), name.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
+
+bool IsImageId(const std::string& name) { return !name.empty() && name.size() <= 64 && IsHexOnly(name); }
 
 std::string ReadLink(const std::string& path) {
   char buffer[256];
@@ -50,6 +52,11 @@ void ReadMetadata(const std::string& cache_dir, ImageInfo* info) {
   auto number_field = [&](const char* key, uint64_t* out) {
     if (meta.contains(key) && meta[key].is_number_unsigned()) *out = meta[key].get<uint64_t>();
   };
+  if (meta.contains("added_packages") && meta["added_packages"].is_array()) {
+    for (const auto& package : meta["added_packages"]) {
+      if (package.is_string()) info->added_packages.push_back(package.get<std::string>());
+    }
+  }
   text_field("recipe_id", &info->recipe_id);
   text_field("created", &info->created);
   number_field("size_bytes", &info->size_bytes);
@@ -62,8 +69,29 @@ ImageInfo MakeInfo(const std::string& cache_dir, const std::string& id) {
   info.id = id;
   info.path = cache_dir + "/" + id;
   info.is_default = ReadLink(cache_dir + "/default") == id;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(cache_dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(kNamePrefix, 0) == 0 && ReadLink(entry.path().string()) == id) {
+      info.names.push_back(name.substr(sizeof(kNamePrefix) - 1));
+    }
+  }
+  std::sort(info.names.begin(), info.names.end());
   ReadMetadata(cache_dir, &info);
   return info;
+}
+
+// The image a name-NAME pointer names; the error says how to build it.
+Result<ImageInfo> FindNamedImageIn(const std::string& cache_dir, const std::string& name) {
+  SBX_TRY(ValidateImageName(name));
+  std::string id = ReadLink(cache_dir + "/" + kNamePrefix + name);
+  struct stat st;
+  if (id.empty() || !IsImageId(id) || lstat((cache_dir + "/" + id).c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return InvalidInput("no image named '" + name + "' in " + cache_dir +
+                        "; build it with `sbx image build --name " + name +
+                        " --add PKG...` (`sbx image ls` lists the names; a directory is given as ./DIR)");
+  }
+  return MakeInfo(cache_dir, id);
 }
 
 // Holds <cache>/.lock, the lock build-image.sh takes for a whole build.
@@ -155,10 +183,40 @@ Result<std::vector<ImageInfo>> ListImages() {
   return ListImagesIn(*cache_dir);
 }
 
-Result<ImageInfo> FindImageIn(const std::string& cache_dir, const std::string& id) {
-  if (!IsImageId(id)) {
-    return InvalidInput("'" + id + "' is not an image id (hex digits, as `sbx image ls` shows)");
+Result<void> ValidateImageName(const std::string& name) {
+  bool valid = !name.empty() && name.size() <= 32 && name[0] >= 'a' && name[0] <= 'z' && !IsHexOnly(name) &&
+               std::all_of(name.begin(), name.end(), [](char c) {
+                 return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+               });
+  if (!valid) {
+    return InvalidInput("image name '" + name +
+                        "': use 1-32 of a-z, 0-9 and -, starting with a letter and not all hex digits "
+                        "(those read as an image id); a directory is given with a '/', as ./DIR");
   }
+  return Ok{};
+}
+
+Result<std::string> ResolveImageDirIn(const std::string& cache_dir, const std::string& image) {
+  if (image.find('/') != std::string::npos) return image;
+  auto found = image.empty() || image == "default" ? FindDefaultImageIn(cache_dir) : FindNamedImageIn(cache_dir, image);
+  if (!found) return found.error();
+  return found->path;
+}
+
+Result<std::string> ResolveImageDir(const std::string& image) {
+  if (image.find('/') != std::string::npos) return image;
+  auto cache_dir = ImageCacheDir();
+  if (!cache_dir) return cache_dir.error();
+  return ResolveImageDirIn(*cache_dir, image);
+}
+
+Result<ImageInfo> FindImageIn(const std::string& cache_dir, const std::string& id) {
+  if (id == "default") {
+    auto found = FindDefaultImageIn(cache_dir);
+    if (!found) return found.error();
+    return MakeInfo(cache_dir, found->id);
+  }
+  if (!IsImageId(id)) return FindNamedImageIn(cache_dir, id);
   auto images = ListImagesIn(cache_dir);
   if (!images) return images.error();
   const ImageInfo* found = nullptr;
@@ -176,7 +234,8 @@ Result<ImageInfo> FindImageIn(const std::string& cache_dir, const std::string& i
   return *found;
 }
 
-Result<ImageInfo> FindImage(const std::string& id) {
+Result<ImageInfo> FindImage(const std::string& id_or_name) {
+  const std::string& id = id_or_name;
   auto cache_dir = ImageCacheDir();
   if (!cache_dir) return cache_dir.error();
   return FindImageIn(*cache_dir, id);
@@ -195,7 +254,7 @@ Result<void> RemoveImageIn(const std::string& cache_dir, const std::string& id) 
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(cache_dir, ec)) {
     std::string name = entry.path().filename().string();
-    bool pointer = name == "default" || name.rfind("recipe-", 0) == 0;
+    bool pointer = name == "default" || name.rfind("recipe-", 0) == 0 || name.rfind(kNamePrefix, 0) == 0;
     if (pointer && ReadLink(entry.path().string()) == image->id) {
       std::filesystem::remove(entry.path(), ec);
     }

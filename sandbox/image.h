@@ -6,6 +6,7 @@
 //        <cache>/<id>/              the root tree; <id>/.sbx-image.json is its marker
 //        <cache>/<id>.json          metadata (recipe id, package versions, size, file count)
 //        <cache>/default            symlink to the image built from the current recipe
+//        <cache>/name-NAME          symlink to a variant (`sbx image build --name NAME --add PKG`)
 //        <cache>/.lock              flock held by builds and RemoveImage
 //   2. At every start-up the launcher calls FindDefaultImage() (or FindImage(id)), then
 //      VerifyImageQuick(info.path): a handful of syscalls, cheap enough to always run.
@@ -34,7 +35,20 @@ struct ImageInfo {
   uint64_t file_count = 0;
   uint64_t build_seconds = 0;
   bool is_default = false;
+  std::vector<std::string> names;           // the variant names pointing at it
+  std::vector<std::string> added_packages;  // a variant's packages on top of the recipe
 };
+
+// A variant's name: 1-32 of a-z, 0-9 and '-', starting with a letter and never all hex digits
+// (so it cannot be read as an image id). `default` names the default image. The error names
+// the rule.
+Result<void> ValidateImageName(const std::string& name);
+
+// What `--image` takes, resolved to an image directory: empty or `default` for the default
+// image, a name for a variant, anything with a '/' for a directory (as `./dir`). The directory
+// itself is checked later by the launcher (VerifyImageQuick).
+Result<std::string> ResolveImageDir(const std::string& image);
+Result<std::string> ResolveImageDirIn(const std::string& cache_dir, const std::string& image);
 
 // The cache directory for the calling user: /var/cache/sbx/images as root,
 // $XDG_CACHE_HOME/sbx/images (when absolute) or $HOME/.cache/sbx/images otherwise.
@@ -47,9 +61,9 @@ Result<std::string> ImageCacheDirFor(uid_t uid, const char* xdg_cache_home, cons
 // ListImages/FindImage).
 Result<ImageInfo> FindDefaultImage();
 Result<ImageInfo> FindDefaultImageIn(const std::string& cache_dir);
-// The image with this id (or an unambiguous id prefix) in the cache.
-Result<ImageInfo> FindImage(const std::string& id);
-Result<ImageInfo> FindImageIn(const std::string& cache_dir, const std::string& id);
+// The image with this id (or an unambiguous id prefix) or this name in the cache.
+Result<ImageInfo> FindImage(const std::string& id_or_name);
+Result<ImageInfo> FindImageIn(const std::string& cache_dir, const std::string& id_or_name);
 
 // Every complete image in the cache (in-progress builds are skipped), oldest first.
 Result<std::vector<ImageInfo>> ListImages();

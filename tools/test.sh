@@ -1,6 +1,7 @@
 #!/bin/bash
 # The whole test suite, as README.md's quick start and CI run it, on a fresh Debian 12 machine:
-#   1. install missing Debian packages; 2. build; 3. build the image unless cached;
+#   1. install missing Debian packages; 2. build; 3. build the image and the sklearn variant
+#   unless cached;
 #   4. unit tests; 5. integration tests (real sandboxes), and the isolation and limits suites
 #   again inside a podman container (tools/container/isolation_suites.sh), and the CI recipes
 #   (deploy/ci/) as their runners would run them (tools/container/ci_recipes.sh); 6. the
@@ -62,6 +63,8 @@ step "image (built once, then cached)"
 # A no-op when the recipe's image is cached; rebuilds when rootfs/ changed.
 build/sbx image build
 build/sbx image verify
+# The variant tests/integration/image_variant_test.cc runs in (about a minute once, then cached).
+build/sbx image build --name sklearn --add python3-sklearn
 step "unit tests"
 gtest "unit tests" build/tests/sbx_unit_tests
 step "integration tests (real namespaces, seccomp, cgroups, the image's Python)"

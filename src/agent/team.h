@@ -74,6 +74,8 @@ struct TeamSpec {
   TeamPattern pattern = TeamPattern::kRoundRobin;
   std::string initial_agent;  // empty: the first agent (two_agent: the first LLM agent)
   int max_rounds = 20;
+  // The image variant the session runs in (`sbx image build --name`); empty: the default.
+  std::string image;
   // Told to LLM agents without a system message, as DefaultInstructions does.
   std::vector<std::string> network_allow;
 };

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "sandbox/image.h"
 #include "sandbox/policy_json.h"
 
 namespace sbx::agent {
@@ -15,7 +16,7 @@ namespace {
 using nlohmann::json;
 using policy_json::FieldError;
 
-const std::set<std::string> kTopKeys = {"agents", "pattern", "initial_agent", "max_rounds"};
+const std::set<std::string> kTopKeys = {"agents", "pattern", "initial_agent", "max_rounds", "image"};
 const std::set<std::string> kLlmKeys = {
     "name",           "description",      "system_message",
     "model",          "base_url",         "temperature",
@@ -201,6 +202,13 @@ Result<TeamSpec> ParseTeam(const std::string& text, const std::string& base_dir)
     auto rounds = CountField("max_rounds", *it, 1, 1000);
     if (!rounds) return rounds.error();
     spec.max_rounds = *rounds;
+  }
+  if (auto it = root.find("image"); it != root.end()) {
+    auto image = StringField("image", *it);
+    if (!image) return image.error();
+    // Only a name: a directory would make the file mean different things on different hosts.
+    SBX_TRY_CTX(ValidateImageName(*image), "image");
+    spec.image = *image;
   }
   SBX_TRY(ValidateTeam(spec));
   return spec;

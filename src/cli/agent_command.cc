@@ -52,7 +52,7 @@ void PrintAgentUsage() {
                "                 [--out-dir DIR] [--transcript FILE] [--max-turns N]\n"
                "                 [--instructions TEXT | --instructions-file FILE]\n"
                "                 [--mode tools|code-blocks] [--approve never|always] [--model NAME] [--base-url URL]\n"
-               "                 [--scripted-model FILE] [--policy FILE] [--image DIR]\n"
+               "                 [--scripted-model FILE] [--policy FILE] [--image NAME|DIR]\n"
                "                 [--timeout S] [--memory SIZE] [--pids N] [--cpus N] [--env K=V]...\n"
                "                 [--network none|host|allowlist] [--allow HOST[:PORTS]]...\n"
                "The model is OpenAI-compatible: OPENAI_API_KEY, OPENAI_BASE_URL and SBX_MODEL (flags win).\n"
@@ -270,12 +270,18 @@ int RunAgentCommand(int argc, char** argv) {
     model = std::make_unique<llm::OpenAiClient>(*config);
   }
 
-  if (flags.image.empty()) {
-    auto image = FindDefaultImage();
-    if (!image) return Refuse(image.error().ToString());
-    flags.image = image->path;
+  std::string image_field = "--image";
+  if (team && !team->spec.image.empty()) {
+    if (!flags.image.empty() && flags.image != team->spec.image) {
+      return Refuse("--image " + flags.image + ": the team file names image \"" + team->spec.image +
+                    "\"; give the image in one place");
+    }
+    flags.image = team->spec.image;
+    image_field = "the team file's image";
   }
-  options.image_dir = flags.image;
+  auto image_dir = ResolveImageDir(flags.image);
+  if (!image_dir) return Refuse(image_dir.error().Context(image_field).ToString());
+  options.image_dir = *image_dir;
   options.network_log_dir = Absolute(flags.out_dir);  // created below, before the first run
   ::signal(SIGPIPE, SIG_IGN);
   auto session = executor::SessionExecutor::Create(std::move(options));

@@ -22,10 +22,12 @@ namespace {
 constexpr int kExitError = 125;
 constexpr char kUsage[] =
     "usage: sbx image build [--force]   build the Python image from rootfs/recipe.conf\n"
-    "       sbx image ls                list cached images (* marks the default)\n"
-    "       sbx image path              print the default image's directory\n"
-    "       sbx image rm ID             delete an image\n"
-    "       sbx image verify [ID]       check every file of an image (default: the default)\n";
+    "       sbx image build [--force] --name NAME --add PKG...\n"
+    "                                   a variant with extra Debian packages, used as --image NAME\n"
+    "       sbx image ls                list cached images (* marks the default) with their names\n"
+    "       sbx image path [NAME|ID]    print an image's directory (default: the default)\n"
+    "       sbx image rm NAME|ID        delete an image\n"
+    "       sbx image verify [NAME|ID]  check every file of an image (default: the default)\n";
 
 int Fail(const Error& error) {
   std::fprintf(stderr, "sbx image: %s\n", error.ToString().c_str());
@@ -87,9 +89,29 @@ int Verify(const ImageInfo& image) {
 
 int Build(const std::vector<std::string>& args) {
   bool force = false;
-  for (const std::string& arg : args) {
-    if (arg != "--force") return Usage("build: unknown argument '" + arg + "'");
-    force = true;
+  std::string name;
+  std::vector<std::string> packages;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--force") {
+      force = true;
+    } else if (arg == "--name" && i + 1 < args.size()) {
+      name = args[++i];
+    } else if (arg == "--add") {
+      // --add takes every following word up to the next flag.
+      while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) packages.push_back(args[++i]);
+      if (packages.empty()) return Usage("build: --add needs at least one Debian package (as python3-sklearn)");
+    } else {
+      return Usage("build: unknown argument '" + arg + "'");
+    }
+  }
+  if (name.empty() != packages.empty()) {
+    return Usage(name.empty() ? "build: --add needs --name NAME, the name --image will use"
+                              : "build: --name " + name + " needs --add PKG..., the Debian packages to add");
+  }
+  if (!name.empty()) {
+    if (auto valid = ValidateImageName(name); !valid) return Fail(valid.error().Context("--name"));
+    if (name == "default") return Fail(InvalidInput("--name: 'default' is the default image; choose another name"));
   }
   auto script = FindBuildScript();
   if (!script) return Fail(script.error());
@@ -97,6 +119,8 @@ int Build(const std::vector<std::string>& args) {
   if (!cache_dir) return Fail(cache_dir.error());
   std::vector<std::string> command = {"/bin/bash", *script, "--cache-dir", *cache_dir};
   if (force) command.push_back("--force");
+  if (!name.empty()) command.insert(command.end(), {"--name", name});
+  for (const std::string& package : packages) command.insert(command.end(), {"--add", package});
   auto status = RunAndWait(command);
   if (!status) return Fail(status.error().Context("running " + *script));
   if (*status != 0) {
@@ -105,7 +129,7 @@ int Build(const std::vector<std::string>& args) {
     return kExitError;
   }
   // Builds are verified in full once; start-ups then only run VerifyImageQuick.
-  auto image = FindDefaultImageIn(*cache_dir);
+  auto image = FindImageIn(*cache_dir, name.empty() ? "default" : name);
   if (!image) return Fail(image.error());
   return Verify(*image);
 }
@@ -123,25 +147,34 @@ int List() {
     std::printf("no images; run `sbx image build`\n");
     return 0;
   }
-  std::printf("  %-14s %-21s %8s %8s %7s\n", "ID", "CREATED", "SIZE", "FILES", "BUILD");
+  std::printf("  %-14s %-12s %-21s %8s %8s %7s  %s\n", "ID", "NAME", "CREATED", "SIZE", "FILES", "BUILD",
+              "ADDED PACKAGES");
+  auto joined = [](const std::vector<std::string>& words, const char* none) {
+    std::string text;
+    for (const std::string& word : words) text += (text.empty() ? "" : ",") + word;
+    return text.empty() ? std::string(none) : text;
+  };
   for (const ImageInfo& image : *images) {
-    std::printf("%c %-14s %-21s %8s %8llu %6llus\n", image.is_default ? '*' : ' ', image.id.c_str(),
-                image.created.c_str(), HumanSize(image.size_bytes).c_str(),
+    std::vector<std::string> names = image.names;
+    if (image.is_default) names.insert(names.begin(), "default");
+    std::printf("%c %-14s %-12s %-21s %8s %8llu %6llus  %s\n", image.is_default ? '*' : ' ', image.id.c_str(),
+                joined(names, "-").c_str(), image.created.c_str(), HumanSize(image.size_bytes).c_str(),
                 static_cast<unsigned long long>(image.file_count),
-                static_cast<unsigned long long>(image.build_seconds));
+                static_cast<unsigned long long>(image.build_seconds), joined(image.added_packages, "-").c_str());
   }
   return 0;
 }
 
-int Path() {
-  auto image = FindDefaultImage();
+int Path(const std::vector<std::string>& args) {
+  if (args.size() > 1) return Usage("path takes at most one image name or id");
+  auto image = args.empty() ? FindDefaultImage() : FindImage(args[0]);
   if (!image) return Fail(image.error());
   std::printf("%s\n", image->path.c_str());
   return 0;
 }
 
 int Remove(const std::vector<std::string>& args) {
-  if (args.size() != 1) return Usage("rm takes one image id");
+  if (args.size() != 1) return Usage("rm takes one image name or id");
   auto image = FindImage(args[0]);
   if (!image) return Fail(image.error());
   auto removed = RemoveImage(image->id);
@@ -152,7 +185,7 @@ int Remove(const std::vector<std::string>& args) {
 }
 
 int VerifyCommand(const std::vector<std::string>& args) {
-  if (args.size() > 1) return Usage("verify takes at most one image id");
+  if (args.size() > 1) return Usage("verify takes at most one image name or id");
   auto image = args.empty() ? FindDefaultImage() : FindImage(args[0]);
   if (!image) return Fail(image.error());
   return Verify(*image);
@@ -166,7 +199,7 @@ int RunImageCommand(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "build") return Build(args);
   if (command == "ls" && args.empty()) return List();
-  if (command == "path" && args.empty()) return Path();
+  if (command == "path") return Path(args);
   if (command == "rm") return Remove(args);
   if (command == "verify") return VerifyCommand(args);
   if (command == "-h" || command == "--help" || command == "help") {

@@ -47,7 +47,7 @@ int Refuse(bool json, const std::string& message) {
 
 void PrintRunUsage() {
   std::fprintf(stderr,
-               "usage: sbx run [--policy FILE] [--workspace DIR] [--image DIR] [--timeout SECONDS]\n"
+               "usage: sbx run [--policy FILE] [--workspace DIR] [--image NAME|DIR] [--timeout SECONDS]\n"
                "               [--memory SIZE] [--pids N] [--cpus N] [--network none|host|allowlist]\n"
                "               [--allow HOST[:PORTS]]... [--network-log FILE] [--env KEY=VALUE]...\n"
                "               [--allow-degraded cgroup|seccomp]... [--cgroup auto|v2|v1|none]\n"
@@ -113,12 +113,9 @@ int RunRunCommand(int argc, char** argv) {
   if (spec.policy.network == NetworkMode::kHost)
     std::fprintf(stderr, "sbx: warning: --network host: the sandbox shares this host's network\n");
 
-  if (flags.image.empty()) {
-    auto image = FindDefaultImage();
-    if (!image) return Refuse(flags.json, image.error().ToString());
-    flags.image = image->path;
-  }
-  spec.image_dir = flags.image;
+  auto image_dir = ResolveImageDir(flags.image);
+  if (!image_dir) return Refuse(flags.json, image_dir.error().Context("--image").ToString());
+  spec.image_dir = *image_dir;
   spec.workspace_dir = flags.workspace;
   if (!flags.network_log.empty() && spec.policy.network != NetworkMode::kAllowlist)
     return Refuse(flags.json, "--network-log: only an allowlist run keeps a network log (add --allow HOST or --network allowlist)");

@@ -45,7 +45,7 @@ struct ServeFlags {
 void PrintServeUsage() {
   std::fprintf(stderr,
                "usage: sbx serve [--listen unix:PATH | tcp:HOST:PORT]... [--token-file FILE]\n"
-               "                 [--policy FILE] [--policy-dir DIR] [--image DIR] [--max-sessions N]\n"
+               "                 [--policy FILE] [--policy-dir DIR] [--image NAME|DIR] [--max-sessions N]\n"
                "                 [--pool N] [--session-idle SECONDS] [--request-timeout SECONDS]\n"
                "                 [--keepalive SECONDS]\n"
                "                 [policy flags: --memory, --timeout, ...]\n\n"
@@ -114,12 +114,9 @@ Result<nlohmann::json> EnforcementReport(const Policy& policy, const std::string
   spec.policy = policy;
   spec.policy.network = NetworkMode::kNone;  // the network is reported from the policy
   spec.argv = {"/bin/true"};
-  spec.image_dir = image;
-  if (spec.image_dir.empty()) {
-    auto found = FindDefaultImage();
-    if (!found) return found.error();
-    spec.image_dir = found->path;
-  }
+  auto image_dir = ResolveImageDir(image);
+  if (!image_dir) return image_dir.error();
+  spec.image_dir = *image_dir;
   auto ran = RunSandboxed(spec);
   if (!ran) return ran.error();
   if (ran->status != RunStatus::kExited || ran->exit_code != 0) {
@@ -222,6 +219,10 @@ int RunServeCommand(int argc, char** argv) {
   }
   auto owner = server::SandboxFileOwner();
   if (!owner) return Refuse(owner.error().ToString());
+  // A name is resolved once: every session of this server then uses the same image.
+  auto image_dir = ResolveImageDir(flags.image);
+  if (!image_dir) return Refuse(image_dir.error().Context("--image").ToString());
+  flags.image = *image_dir;
 
   // Every thread inherits this mask; the main thread takes the signals with sigwait below.
   sigset_t signals;

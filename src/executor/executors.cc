@@ -79,12 +79,13 @@ Result<void> SessionExecutor::Prepare(bool local) {
       options_.session_max_seconds > LimitRanges::kMaxTimeout) {
     return InvalidInput("session_idle_seconds must be >= 0 and session_max_seconds within 0.01 s..7 days");
   }
-  image_dir_ = options_.image_dir;
-  if (image_dir_.empty()) {
-    auto image = FindDefaultImage();
-    if (!image) return image.error();
-    image_dir_ = image->path;
+  if (!options_.image_dir.empty() && !options_.image.empty()) {
+    return InvalidInput("image: give image (a name) or image_dir (a directory), not both");
   }
+  if (!options_.image.empty()) SBX_TRY(ValidateImageName(options_.image));
+  auto image_dir = options_.image_dir.empty() ? ResolveImageDir(options_.image) : options_.image_dir;
+  if (!image_dir) return image_dir.error();
+  image_dir_ = *image_dir;
   FileOwner owner{::geteuid(), ::getegid()};
   if (!local) {
     auto mapping = ComputeIdMapping(::geteuid(), ::getegid());

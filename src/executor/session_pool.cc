@@ -252,12 +252,9 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
   }
   auto core = std::make_shared<PoolCore>();
   core->options = options;
-  core->image_dir = options.image_dir;
-  if (core->image_dir.empty()) {
-    auto image = FindDefaultImage();
-    if (!image) return image.error();
-    core->image_dir = image->path;
-  }
+  auto image_dir = ResolveImageDir(options.image_dir);
+  if (!image_dir) return image_dir.error();
+  core->image_dir = *image_dir;
   auto mapping = ComputeIdMapping(::geteuid(), ::getegid());
   if (!mapping) return mapping.error();
   core->owner = FileOwner{mapping->host_uid, mapping->host_gid};

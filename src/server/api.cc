@@ -528,12 +528,9 @@ HttpResponse Api::RunOnce(const HttpRequest& request) {
   const json* argv = Field(body, "argv", json::value_t::array, "an array of strings");
   if (argv == nullptr) Fail(Invalid("argv: required, the program and its arguments"));
   spec.argv = Argv(*argv);
-  spec.image_dir = options_.image_dir;
-  if (spec.image_dir.empty()) {
-    auto image = FindDefaultImage();
-    if (!image) Fail(FromError(image.error(), "find the image"));
-    spec.image_dir = image->path;
-  }
+  auto image_dir = ResolveImageDir(options_.image_dir);
+  if (!image_dir) Fail(FromError(image_dir.error(), "find the image"));
+  spec.image_dir = *image_dir;
   // stdin from a memfd: any bytes, and the sandbox reads it at its own pace.
   UniqueFd input;
   std::string stdin_bytes = StdinBytes(body);

@@ -170,6 +170,8 @@ TEST(Team, CliRefusesBadTeamsWith125AndCreatesNothing) {
       {R"({"agents": [)" + executor + "]}", "no LLM agent"},
       {R"({"agents": [)" + coder + R"(], "max_rounds": -1})", "max_rounds"},
       {R"({"agents": [)" + coder + R"(], "colour": 1})", "colour: unknown key"},
+      {R"({"agents": [)" + coder + R"(], "image": "no-such-variant"})",
+       "the team file's image: no image named 'no-such-variant'"},
       {R"({"agents": [{"name": "coder", "scripted_model": "missing.json"}]})", "scripted model"},
       {R"({"agents": [)" + coder +
            R"(, {"name": "executor", "executes_code": true, "human_input_mode": "ALWAYS"}]})",

@@ -210,6 +210,68 @@ TEST_F(FakeImage, CacheFindsListsAndRemovesImages) {
   EXPECT_FALSE(FindDefaultImageIn(dir_));
 }
 
+TEST_F(FakeImage, NamedVariantsResolveListAndGoWithTheirImage) {
+  ASSERT_EQ(symlink("0123456789ab", (dir_ + "/default").c_str()), 0);
+  // A second image, the variant: its own tree, metadata with its added packages, a name.
+  std::string variant = dir_ + "/abcdef012345";
+  ASSERT_EQ(mkdir(variant.c_str(), 0755), 0);
+  std::ofstream(dir_ + "/abcdef012345.json")
+      << R"({"id": "abcdef012345", "added_packages": ["python3-sklearn", "python3-statsmodels"]})";
+  ASSERT_EQ(symlink("abcdef012345", (dir_ + "/name-sklearn").c_str()), 0);
+  ASSERT_EQ(symlink("abcdef012345", (dir_ + "/recipe-feedfeedfeed").c_str()), 0);
+
+  EXPECT_EQ(*ResolveImageDirIn(dir_, ""), root_);
+  EXPECT_EQ(*ResolveImageDirIn(dir_, "default"), root_);
+  EXPECT_EQ(*ResolveImageDirIn(dir_, "sklearn"), variant);
+  EXPECT_EQ(*ResolveImageDirIn(dir_, "./some/dir"), "./some/dir");  // a '/' makes it a directory
+  auto unknown = ResolveImageDirIn(dir_, "statsmodels");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, ErrorCode::kInvalidInput);
+  EXPECT_NE(unknown.error().message.find("no image named 'statsmodels'"), std::string::npos);
+  EXPECT_NE(unknown.error().message.find("sbx image build --name statsmodels --add"), std::string::npos)
+      << unknown.error().message;
+  EXPECT_FALSE(ResolveImageDirIn(dir_, "Sklearn"));
+  EXPECT_FALSE(ResolveImageDirIn(dir_, ".."));
+
+  auto by_name = FindImageIn(dir_, "sklearn");
+  ASSERT_TRUE(by_name) << by_name.error().message;
+  EXPECT_EQ(by_name->id, "abcdef012345");
+  EXPECT_EQ(FindImageIn(dir_, "default")->id, "0123456789ab");
+  auto images = ListImagesIn(dir_);
+  ASSERT_TRUE(images);
+  ASSERT_EQ(images->size(), 2u);
+  for (const ImageInfo& image : *images) {
+    if (image.id == "abcdef012345") {
+      EXPECT_EQ(image.names, std::vector<std::string>{"sklearn"});
+      EXPECT_EQ(image.added_packages, (std::vector<std::string>{"python3-sklearn", "python3-statsmodels"}));
+      EXPECT_FALSE(image.is_default);
+    } else {
+      EXPECT_TRUE(image.names.empty());
+      EXPECT_TRUE(image.added_packages.empty());
+      EXPECT_TRUE(image.is_default);
+    }
+  }
+
+  // Removing the variant by name takes its pointers and leaves the default alone.
+  ASSERT_TRUE(RemoveImageIn(dir_, "sklearn"));
+  EXPECT_FALSE(fs::exists(variant));
+  EXPECT_FALSE(fs::is_symlink(dir_ + "/name-sklearn"));
+  EXPECT_FALSE(fs::is_symlink(dir_ + "/recipe-feedfeedfeed"));
+  EXPECT_EQ(*ResolveImageDirIn(dir_, "default"), root_);
+}
+
+TEST(ImageName, LettersDigitsDashNeverAllHex) {
+  for (const char* good : {"sklearn", "stats-2", "x", "default", "abcdefg"}) {
+    EXPECT_TRUE(ValidateImageName(good)) << good;
+  }
+  for (const char* bad : {"", "beef", "0123", "2stats", "Sklearn", "a_b", "a/b", "..", "-x",
+                          "abcdefghijklmnopqrstuvwxyz0123456"}) {
+    auto valid = ValidateImageName(bad);
+    ASSERT_FALSE(valid) << bad;
+    EXPECT_NE(valid.error().message.find("1-32 of a-z, 0-9 and -"), std::string::npos) << bad;
+  }
+}
+
 TEST(ImageCacheDir, RootUsesVarCache) {
   EXPECT_EQ(*ImageCacheDirFor(0, "/home/u/.xdg", "/root"), "/var/cache/sbx/images");
 }

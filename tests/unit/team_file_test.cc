@@ -8,7 +8,7 @@ namespace sbx::agent {
 namespace {
 
 constexpr char kGood[] = R"({
-  "pattern": "round_robin", "initial_agent": "planner", "max_rounds": 12,
+  "pattern": "round_robin", "initial_agent": "planner", "max_rounds": 12, "image": "sklearn",
   "agents": [
     {"name": "planner", "description": "plans", "system_message": "Plan.", "model": "m1",
      "temperature": 0.5, "max_consecutive_auto_reply": 3},
@@ -23,6 +23,7 @@ TEST(TeamFile, ReadsEveryField) {
   EXPECT_EQ(spec->pattern, TeamPattern::kRoundRobin);
   EXPECT_EQ(spec->initial_agent, "planner");
   EXPECT_EQ(spec->max_rounds, 12);
+  EXPECT_EQ(spec->image, "sklearn");
   ASSERT_EQ(spec->agents.size(), 3u);
   EXPECT_EQ(spec->agents[0].system_message, "Plan.");
   EXPECT_EQ(spec->agents[0].model, "m1");
@@ -82,6 +83,9 @@ TEST(TeamFile, EachBadInputIsRefusedNamingTheFieldAndTheFix) {
       {R"({"agents": [{"name": "a"}, {"name": "b"}, {"name": "c"}], "pattern": "two_agent"})",
        {"pattern: two_agent needs exactly two agents", "round_robin"}},
       {R"({"agents": []})", {"agents: empty"}},
+      {R"({"agents": [{"name": "a"}], "image": 3})", {"image: expected a string"}},
+      {R"({"agents": [{"name": "a"}], "image": "/var/images/x"})", {"image", "image name", "a-z"}},
+      {R"({"agents": [{"name": "a"}], "image": "cafe"})", {"image", "not all hex digits"}},
       {R"({"pattern": "round_robin"})", {"agents: missing"}},
       {R"({"agents": [{"name": "a"}], "agents": [{"name": "b"}]})", {"agents: duplicate key"}},
       {R"([1, 2])", {"team file", "an object"}},
