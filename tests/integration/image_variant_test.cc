@@ -1,19 +1,31 @@
 // Image variants end to end: `sbx image build --name sklearn --add python3-sklearn` (cached by
 // its recipe id, so after the first build this is a lookup), `--image sklearn` in `sbx run`,
-// and bad names and packages refused with nothing left behind.
+// a team file and ExecutorOptions, and bad names and packages refused with nothing left behind.
+// The round robin of AG2's group-chat example (planner, coder, executor on the iris data set)
+// runs here because it needs the variant.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sandbox/image.h"
 #include "sandbox_fixture.h"
+#include "src/executor/executors.h"
 
 namespace sbx {
 namespace {
 
+using nlohmann::json;
 using testing::RunOnHost;
+using testing::ScratchDir;
 
 // Builds the variant (or finds it cached: the same recipe id) once per test binary.
 void EnsureSklearnVariant() {
@@ -86,6 +98,89 @@ TEST(ImageVariant, BadNamesAndPackagesGive125AndLeaveNothing) {
     }
     EXPECT_EQ(CacheEntries(), before) << c.args[1] << " " << c.args[2] << " changed the image cache";
   }
+}
+
+// AG2's group chat: a planner, a coder and an executor take turns on the iris task. The coder's
+// code really trains a model in the sklearn variant, prints its accuracy and saves it.
+constexpr char kIrisCode[] =
+    "```python\n"
+    "import joblib\n"
+    "from sklearn.datasets import load_iris\n"
+    "from sklearn.linear_model import LogisticRegression\n"
+    "from sklearn.metrics import accuracy_score\n"
+    "from sklearn.model_selection import train_test_split\n"
+    "X, y = load_iris(return_X_y=True)\n"
+    "X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=42, stratify=y)\n"
+    "model = LogisticRegression(max_iter=500).fit(X_train, y_train)\n"
+    "print(f'accuracy {accuracy_score(y_test, model.predict(X_test)):.3f}')\n"
+    "saved = joblib.dump(model, 'iris_model.joblib')\n"
+    "```\n";
+
+std::string Script(const std::string& label, const std::vector<std::string>& replies) {
+  json script = {{"label", label}, {"replies", json::array()}};
+  for (const auto& reply : replies) script["replies"].push_back({{"content", reply}});
+  return script.dump();
+}
+
+TEST(ImageVariant, IrisRoundRobinTrainsSavesAndReportsAModel) {
+  ASSERT_NO_FATAL_FAILURE(EnsureSklearnVariant());
+  ScratchDir host;
+  std::ofstream(host.path() + "/planner.json") << Script(
+      "planner", {"Plan: 1. load the iris data set; 2. train a classifier on a stratified split; "
+                  "3. print its test accuracy; 4. save it as iris_model.joblib.",
+                  "The model is trained and saved. TERMINATE"});
+  std::ofstream(host.path() + "/coder.json")
+      << Script("coder", {std::string("Training a logistic regression.\n") + kIrisCode});
+  std::ofstream(host.path() + "/team.json") << R"({
+    "pattern": "round_robin", "initial_agent": "planner", "max_rounds": 12, "image": "sklearn",
+    "agents": [
+      {"name": "planner", "description": "plans", "scripted_model": "planner.json"},
+      {"name": "coder", "description": "writes Python", "scripted_model": "coder.json"},
+      {"name": "executor", "description": "runs code", "executes_code": true}]})";
+  const std::string out = host.path() + "/out";
+  auto run = RunOnHost({SBX_BINARY, "agent", "--team", host.path() + "/team.json", "--task",
+                        "Analyze the iris dataset and create a classification model", "--expect",
+                        "iris_model.joblib", "--out-dir", out});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+
+  std::vector<std::string> speakers;
+  std::string executor_reply;
+  std::ifstream log(out + "/transcript.jsonl");
+  for (std::string line; std::getline(log, line);) {
+    json event = json::parse(line);
+    if (event["event"] != "message") continue;
+    speakers.push_back(event["speaker"].get<std::string>());
+    if (event["speaker"] == "executor") executor_reply = event["content"].get<std::string>();
+  }
+  EXPECT_EQ(speakers, (std::vector<std::string>{"user", "planner", "coder", "executor", "planner"})) << run.output;
+  EXPECT_EQ(executor_reply.rfind("exitcode: 0 (execution succeeded)", 0), 0u) << executor_reply;
+  std::smatch accuracy;
+  ASSERT_TRUE(std::regex_search(executor_reply, accuracy, std::regex(R"(accuracy ([01]\.\d+))"))) << executor_reply;
+  EXPECT_GE(std::stod(accuracy[1]), 0.9) << executor_reply;
+
+  // The saved model loads and predicts, in a second sandbox (a pickle is code: never unpickled
+  // on the host), through the C++ API's image name.
+  const std::string model = out + "/iris_model.joblib";
+  ASSERT_EQ(::access(model.c_str(), R_OK), 0) << run.output;
+  executor::ExecutorOptions options;
+  options.image = "sklearn";
+  options.manifest.AddHostFile("iris_model.joblib", model);
+  auto session = executor::SessionExecutor::Create(std::move(options));
+  ASSERT_TRUE(session) << session.error().ToString();
+  auto predicted = (*session)->Execute(
+      {{"python",
+        "import joblib\n"
+        "from sklearn.datasets import load_iris\n"
+        "model = joblib.load('iris_model.joblib')\n"
+        "X, y = load_iris(return_X_y=True)\n"
+        "print('classes', model.predict([[5.1, 3.5, 1.4, 0.2], [6.7, 3.0, 5.2, 2.3]]).tolist())\n"
+        "print('all', round((model.predict(X) == y).mean(), 3))\n"}});
+  ASSERT_TRUE(predicted) << predicted.error().ToString();
+  EXPECT_EQ(predicted->exit_code, 0) << predicted->output;
+  EXPECT_NE(predicted->output.find("classes [0, 2]"), std::string::npos) << predicted->output;
+  std::smatch all;
+  ASSERT_TRUE(std::regex_search(predicted->output, all, std::regex(R"(all ([01]\.\d+))"))) << predicted->output;
+  EXPECT_GE(std::stod(all[1]), 0.9) << predicted->output;
 }
 
 }  // namespace
