@@ -9,9 +9,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -72,6 +74,9 @@ TEST(ImageVariant, RunWithTheVariantImportsWhatTheDefaultLacks) {
 TEST(ImageVariant, BadNamesAndPackagesGive125AndLeaveNothing) {
   ASSERT_NO_FATAL_FAILURE(EnsureSklearnVariant());
   const std::set<std::string> before = CacheEntries();
+  testing::ScratchDir host;
+  const std::string script = host.path() + "/model.json";
+  std::ofstream(script) << R"({"replies": [{"content": "TERMINATE"}]})";
   struct Case {
     std::vector<std::string> args;
     std::vector<std::string> expect;
@@ -80,6 +85,11 @@ TEST(ImageVariant, BadNamesAndPackagesGive125AndLeaveNothing) {
       {{"run", "--image", "no-such-variant", "--", "true"},
        {"--image", "no image named 'no-such-variant'", "sbx image build --name no-such-variant --add"}},
       {{"run", "--image", "Sklearn", "--", "true"}, {"--image", "1-32 of a-z", "./DIR"}},
+      {{"agent", "--image", "no-such-variant", "--scripted-model", script, "--task", "x", "--out-dir",
+        host.path() + "/never"},
+       {"--image", "no image named 'no-such-variant'"}},
+      {{"serve", "--image", "no-such-variant", "--listen", "unix:/nonexistent/sbx-never.sock"},
+       {"--image", "no image named 'no-such-variant'"}},
       {{"image", "build", "--name", "cafe", "--add", "python3-sklearn"}, {"--name", "not all hex digits"}},
       {{"image", "build", "--name", "sklearn"}, {"--name sklearn needs --add PKG"}},
       {{"image", "build", "--add", "python3-sklearn"}, {"--add needs --name NAME"}},
@@ -97,6 +107,19 @@ TEST(ImageVariant, BadNamesAndPackagesGive125AndLeaveNothing) {
       EXPECT_NE(run.output.find(part), std::string::npos) << part << "\n" << run.output;
     }
     EXPECT_EQ(CacheEntries(), before) << c.args[1] << " " << c.args[2] << " changed the image cache";
+  }
+  // The C++ API: a bad or unknown name, or a name and a directory at once.
+  for (const auto& [image, image_dir, expect] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"no-such-variant", "", "no image named 'no-such-variant'"},
+           {"Sklearn", "", "1-32 of a-z"},
+           {"sklearn", *ResolveImageDir("sklearn"), "not both"}}) {
+    executor::ExecutorOptions options;
+    options.image = image;
+    options.image_dir = image_dir;
+    auto session = executor::SessionExecutor::Create(std::move(options));
+    ASSERT_FALSE(session) << image;
+    EXPECT_EQ(session.error().code, ErrorCode::kInvalidInput) << session.error().ToString();
+    EXPECT_NE(session.error().message.find(expect), std::string::npos) << session.error().ToString();
   }
 }
 
