@@ -57,13 +57,19 @@ AuditLog ReadAuditLog(const nlohmann::json& run_result) {
     ADD_FAILURE() << "no network.log_path: " << network.dump();
     return log;
   }
-  log.path = network["log_path"].get<std::string>();
+  log = ReadAuditLogFile(network["log_path"].get<std::string>());
+  EXPECT_EQ(Str(network, "log_sha256"), Sha256Of(log.path)) << log.path;
+  return log;
+}
+
+AuditLog ReadAuditLogFile(const std::string& path) {
+  AuditLog log;
+  log.path = path;
   std::ifstream in(log.path);
   if (!in) {
-    ADD_FAILURE() << "network.log_path " << log.path << " cannot be read after the run";
+    ADD_FAILURE() << "the audit log " << log.path << " cannot be read after the run";
     return log;
   }
-  EXPECT_EQ(Str(network, "log_sha256"), Sha256Of(log.path)) << log.path;
   std::string line;
   while (std::getline(in, line)) {
     auto record = nlohmann::json::parse(line, nullptr, false);

@@ -36,6 +36,9 @@ struct AuditLog {
 // Reads the log named by result.network.log_path and checks the object around it (mode,
 // log_sha256, counters present). Adds a test failure and returns no records when it cannot.
 AuditLog ReadAuditLog(const nlohmann::json& run_result);
+// Reads the JSON-lines log at `path` (an `sbx agent` session's, say), checking each record's
+// common fields. Adds a test failure and returns no records when it cannot.
+AuditLog ReadAuditLogFile(const std::string& path);
 
 // coreutils' sha256sum of the file (lowercase hex), to check netd's digest against; "" when
 // it cannot be computed.

@@ -19,13 +19,7 @@ const std::vector<std::string> kPipProbe = {"pip", "sbx-test-pkg", "--index-url"
 
 // How many requests the index got for `path`.
 size_t RequestsFor(const std::vector<nlohmann::json>& events, const std::string& path) {
-  size_t count = 0;
-  for (const auto& event : events) {
-    if (Str(event, "kind") == "request" && Str(event, "server") == "pypi.test" &&
-        Str(event, "path") == path)
-      ++count;
-  }
-  return count;
+  return CountEvents(events, {.kind = "request", .server = "pypi.test", .path = path});
 }
 
 const std::string kProjectPage = "/simple/sbx-test-pkg/";

@@ -4,6 +4,10 @@
   /simple/                 one link per project
   /simple/<project>/       one link per file: /packages/<file>#sha256=<hex>
   /packages/<file>         the file itself
+  /top-pypi-packages-30-days.min.json
+                           download counts per project, in the form of the public "top PyPI
+                           packages" dataset ({"last_update", "rows": [{"download_count",
+                           "project"}]}), for tasks that rank packages
 
 Standard library only, so the same code runs under any python3 the harness uses.
 """
@@ -11,6 +15,7 @@ Standard library only, so the same code runs under any python3 the harness uses.
 import base64
 import hashlib
 import html
+import json
 import os
 import re
 import zipfile
@@ -20,6 +25,23 @@ _DIST_INFO = "sbx_test_pkg-1.0.dist-info"
 # Every entry gets this timestamp, so the wheel (and the sha256 tests compare) is the same
 # in every run.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+TOP_PACKAGES_PATH = "/top-pypi-packages-30-days.min.json"
+# Twelve projects, so that "the top 10" is a real cut; listed out of order, so that a client
+# must rank them by download_count. Fixed counts: tests compare the ranking they expect.
+TOP_PACKAGES = [
+    ("certifi", 780_000_000), ("boto3", 1_310_000_000), ("typing-extensions", 970_000_000),
+    ("urllib3", 1_020_000_000), ("setuptools", 830_000_000), ("botocore", 1_060_000_000),
+    ("requests", 760_000_000), ("idna", 800_000_000), ("packaging", 870_000_000),
+    ("charset-normalizer", 740_000_000), ("s3transfer", 920_000_000),
+    ("python-dateutil", 750_000_000),
+]
+
+
+def top_packages_json():
+    rows = [{"download_count": count, "project": name} for name, count in TOP_PACKAGES]
+    return json.dumps({"last_update": "2026-01-01 00:00:00", "rows": rows}).encode()
 
 
 def _record_hash(data):
@@ -77,7 +99,10 @@ class Index:
         return out
 
     def get(self, path):
-        """(status, content type, body) for a path under /simple/ or /packages/, or None."""
+        """(status, content type, body) for a path under /simple/ or /packages/, or the
+        download counts at TOP_PACKAGES_PATH; None for any other path."""
+        if path == TOP_PACKAGES_PATH:
+            return 200, "application/json", top_packages_json()
         if path == "/simple/":
             links = [(f"/simple/{p}/", p) for p in sorted(self.projects())]
             return 200, "text/html", _page("Simple index", links)

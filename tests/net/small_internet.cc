@@ -253,6 +253,7 @@ size_t CountEvents(const std::vector<nlohmann::json>& events, const EventFilter&
     if (!filter.server.empty() && !field_is(event, "server", filter.server)) continue;
     if (filter.port != 0 && !field_is(event, "port", filter.port)) continue;
     if (!filter.qname.empty() && !field_is(event, "qname", filter.qname)) continue;
+    if (!filter.path.empty() && !field_is(event, "path", filter.path)) continue;
     ++count;
   }
   return count;

@@ -44,7 +44,8 @@ inline constexpr int kCanaryPort = 47123;
 inline constexpr char kCanaryName[] = "canary";
 
 // The package index (tests/net/pypi_index.py): PEP 503 pages under /simple/ on this host's
-// HTTP(S) servers, linking kTestWheel (package sbx_test_pkg, VALUE = 42) under /packages/.
+// HTTP(S) servers, linking kTestWheel (package sbx_test_pkg, VALUE = 42) under /packages/,
+// and download counts of twelve projects at /top-pypi-packages-30-days.min.json.
 inline constexpr char kPackageIndexHost[] = "pypi.test";
 inline constexpr char kTestWheel[] = "sbx_test_pkg-1.0-py3-none-any.whl";
 
@@ -113,6 +114,7 @@ struct EventFilter {
   std::string server{};
   int port = 0;
   std::string qname{};
+  std::string path{};  // a request's path, query included
 };
 size_t CountEvents(const std::vector<nlohmann::json>& events, const EventFilter& filter);
 
