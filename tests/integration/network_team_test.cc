@@ -5,6 +5,7 @@
 // most downloaded projects; with one that does not, the same block fails at name resolution,
 // the executor's reply to the coder says so, and the index hears nothing. The control runs the
 // same script unsandboxed in T, so a failure in the sandbox is the policy's doing.
+// The same machinery installs a wheel with pip in one block and imports it in the next.
 #include <unistd.h>
 
 #include <fstream>
@@ -88,16 +89,18 @@ class NetworkTeam : public NetworkAllowlist {
     EXPECT_EQ(ListRequests(net().EventsSince(mark)), 1u);
   }
 
-  // `sbx agent --team` in T: the scripted coder sends kFetchScript, then TERMINATE.
-  TeamRun RunTeam(const std::vector<std::string>& allow) {
+  // `sbx agent --team` in T: the scripted coder sends `replies` (by default kFetchScript, then
+  // TERMINATE); `expect` is the output the run must leave ("" for none).
+  TeamRun RunTeam(const std::vector<std::string>& allow,
+                  const std::vector<std::string>& replies = {std::string("Here is the script.\n```python\n") +
+                                                                 kFetchScript + "```\n",
+                                                             "Done. TERMINATE"},
+                  const std::string& expect = "top_packages.csv") {
     TeamRun run;
     ScratchDir config;
     run.out_dir = scratch_.path() + "/out-" + std::to_string(++runs_);
-    nlohmann::json coder = {
-        {"label", "scripted PyPI coder"},
-        {"replies",
-         {{{"content", std::string("Here is the script.\n```python\n") + kFetchScript + "```\n"}},
-          {{"content", "Done. TERMINATE"}}}}};
+    nlohmann::json coder = {{"label", "scripted PyPI coder"}, {"replies", nlohmann::json::array()}};
+    for (const auto& reply : replies) coder["replies"].push_back({{"content", reply}});
     std::ofstream(config.path() + "/coder.json") << coder.dump();
     std::ofstream(config.path() + "/team.json") << R"({
       "pattern": "two_agent", "max_rounds": 6,
@@ -116,8 +119,9 @@ class NetworkTeam : public NetworkAllowlist {
                                      "--task", kTask, "--image", TestImage(),
                                      "--policy", config.path() + "/policy.json",
                                      "--input", net().ca_file() + ":ca.pem",
-                                     "--expect", "top_packages.csv", "--out-dir", run.out_dir};
+                                     "--out-dir", run.out_dir};
     // clang-format on
+    if (!expect.empty()) argv.insert(argv.end(), {"--expect", expect});
     size_t mark = net().EventMark();
     auto command = nettest::RunBounded(net().topology().InT(argv), 180);
     run.events = net().EventsSince(mark);
@@ -143,13 +147,20 @@ class NetworkTeam : public NetworkAllowlist {
     return speakers;
   }
 
-  // The executor's one reply (to the coder).
-  static std::string ExecutorReply(const TeamRun& run) {
+  // The executor's replies to the coder, in order.
+  static std::vector<std::string> ExecutorReplies(const TeamRun& run) {
+    std::vector<std::string> replies;
     for (const auto& message : run.messages) {
-      if (Str(message, "speaker") == "executor") return Str(message, "content");
+      if (Str(message, "speaker") == "executor") replies.push_back(Str(message, "content"));
     }
-    ADD_FAILURE() << "the executor never replied\n" << run.diagnostics;
-    return "";
+    return replies;
+  }
+
+  // The executor's first reply (to the coder).
+  static std::string ExecutorReply(const TeamRun& run) {
+    auto replies = ExecutorReplies(run);
+    if (replies.empty()) ADD_FAILURE() << "the executor never replied\n" << run.diagnostics;
+    return replies.empty() ? "" : replies[0];
   }
 
  private:
@@ -202,6 +213,34 @@ TEST_F(NetworkTeam, TheSameScriptIsBlockedAndTheExecutorTellsTheCoder) {
   auto log = ReadAuditLogFile(run.out_dir + "/network-1.jsonl");
   ExpectRecord(log, DnsDenied("pypi.test"));
   ExpectNoRecord(log, ConnAllowed("pypi.test", "", ""));
+}
+
+// pip through the allowlist into the session, as docs/packages.md shows it: one block installs
+// a wheel from the index with --user, the next imports it in the same session (the driver's
+// interpreter started before the user site existed, so the block adds it, as the doc says).
+// The control is Net12PipInstallsAWheelFromAnAllowedIndex's unsandboxed pip in T.
+TEST_F(NetworkTeam, PipInstallsIntoTheSessionAndTheNextBlockImports) {
+  SBX_NET_SANDBOXED_HALF();
+  const std::string install =
+      "Install it first.\n```bash\npython3 -m pip install --user --break-system-packages "
+      "--no-deps --no-cache-dir --index-url https://pypi.test/simple --cert ca.pem "
+      "sbx-test-pkg\n```\n";
+  const std::string import_it =
+      "Now use it.\n```python\nimport site\nsite.addsitedir(site.getusersitepackages())\n"
+      "import sbx_test_pkg\nprint('value', sbx_test_pkg.VALUE)\n```\n";
+  TeamRun run = RunTeam({"pypi.test"}, {install, import_it, "Done. TERMINATE"}, "");
+  EXPECT_EQ(run.command.exit_code, 0) << run.diagnostics;
+  EXPECT_EQ(Speakers(run), "user coder executor coder executor coder ") << run.diagnostics;
+  const auto replies = ExecutorReplies(run);
+  ASSERT_EQ(replies.size(), 2u) << run.diagnostics;
+  EXPECT_EQ(replies[0].rfind("exitcode: 0 (execution succeeded)", 0), 0u) << replies[0];
+  EXPECT_NE(replies[0].find("Successfully installed sbx-test-pkg"), std::string::npos) << replies[0];
+  EXPECT_EQ(replies[1].rfind("exitcode: 0 (execution succeeded)", 0), 0u) << replies[1];
+  EXPECT_NE(replies[1].find("value 42"), std::string::npos) << replies[1];
+  EXPECT_EQ(CountEvents(run.events, {.kind = "request", .server = "pypi.test",
+                                     .path = "/simple/sbx-test-pkg/"}),
+            1u)
+      << run.diagnostics;
 }
 
 }  // namespace
