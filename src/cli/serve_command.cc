@@ -40,6 +40,7 @@ struct ServeFlags {
   double session_idle = 900;
   double request_timeout = 30;
   double keepalive = 15;
+  std::string session_prefix;
 };
 
 void PrintServeUsage() {
@@ -47,7 +48,7 @@ void PrintServeUsage() {
                "usage: sbx serve [--listen unix:PATH | tcp:HOST:PORT]... [--token-file FILE]\n"
                "                 [--policy FILE] [--policy-dir DIR] [--image NAME|DIR] [--max-sessions N]\n"
                "                 [--pool N] [--session-idle SECONDS] [--request-timeout SECONDS]\n"
-               "                 [--keepalive SECONDS]\n"
+               "                 [--keepalive SECONDS] [--session-prefix NAME]\n"
                "                 [policy flags: --memory, --timeout, ...]\n\n"
                "  Serves sandboxed sessions over HTTP (docs/server-api.md). Default listener: a Unix\n"
                "  socket, /run/sbx/sbx.sock as root, else $XDG_RUNTIME_DIR/sbx.sock, mode 0600.\n"
@@ -55,7 +56,9 @@ void PrintServeUsage() {
                "  --policy is every session's ceiling; a request may only tighten it.\n"
                "  --pool N keeps N sessions warm (0: every session starts cold). SIGTERM drains.\n"
                "  --request-timeout: a client must send each part of a request within it (30).\n"
-               "  --keepalive: a streamed execution silent this long sends a keepalive event (15).\n");
+               "  --keepalive: a streamed execution silent this long sends a keepalive event (15).\n"
+               "  --session-prefix: session ids start with NAME_ (this pod's name), so a router\n"
+               "  can send each request to the server that holds its session.\n");
 }
 
 int Refuse(const std::string& message) {
@@ -170,6 +173,9 @@ int RunServeCommand(int argc, char** argv) {
       flags.policy_dir = value;
     } else if (arg == "--image") {
       flags.image = value;
+    } else if (arg == "--session-prefix") {
+      if (auto valid = server::ValidateSessionPrefix(value); !valid) return Refuse(valid.error().message);
+      flags.session_prefix = value;
     } else if (arg == "--max-sessions" || arg == "--pool") {
       auto count = arg == "--pool" ? Count(arg, value, 0, 64) : Count(arg, value, 1, 4096);
       if (!count) return Refuse(count.error().message);
@@ -249,6 +255,7 @@ int RunServeCommand(int argc, char** argv) {
   registry_options.max_sessions = flags.max_sessions;
   registry_options.pool = pool.get();
   registry_options.keepalive_seconds = flags.keepalive;
+  registry_options.session_prefix = flags.session_prefix;
   auto sessions = std::make_unique<server::SessionRegistry>(registry_options);
   server::ApiOptions api_options;
   api_options.policy = policy;

@@ -12,14 +12,14 @@ namespace {
 
 constexpr double kReapPeriodSeconds = 1.0;
 
-std::string NewSessionId() {
+std::string NewSessionId(const std::string& prefix) {
   unsigned char bytes[12];
   size_t filled = 0;
   while (filled < sizeof(bytes)) {
     ssize_t n = ::getrandom(bytes + filled, sizeof(bytes) - filled, 0);
     if (n > 0) filled += static_cast<size_t>(n);
   }
-  std::string id = "s-";
+  std::string id = prefix.empty() ? "s-" : prefix + "_s-";
   char hex[3];
   for (unsigned char byte : bytes) {
     std::snprintf(hex, sizeof(hex), "%02x", byte);
@@ -29,6 +29,16 @@ std::string NewSessionId() {
 }
 
 }  // namespace
+
+Result<void> ValidateSessionPrefix(const std::string& prefix) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  bool valid = !prefix.empty() && prefix.size() <= 63 && alnum(prefix.front()) && alnum(prefix.back());
+  for (char c : prefix) valid = valid && (alnum(c) || c == '-' || c == '.');
+  if (valid) return Ok{};
+  return InvalidInput("--session-prefix '" + prefix +
+                      "': use 1-63 of a-z, 0-9, '-' and '.', starting and ending with a letter or "
+                      "digit (a pod name, e.g. --session-prefix \"$(POD_NAME)\")");
+}
 
 double NowSeconds() {
   using namespace std::chrono;
@@ -138,7 +148,7 @@ Result<std::shared_ptr<ServerSession>> SessionRegistry::Create(SessionRequest re
   std::lock_guard lock(mutex_);
   --reserved_;
   if (!made) return made.error();
-  auto session = std::make_shared<ServerSession>(NewSessionId(), std::move(*made), pooled,
+  auto session = std::make_shared<ServerSession>(NewSessionId(options_.session_prefix), std::move(*made), pooled,
                                                  request.idle_timeout_seconds,
                                                  NetworkModeName(request.policy.network),
                                                  request.policy.limits.timeout_seconds);

@@ -82,7 +82,14 @@ struct RegistryOptions {
   size_t max_sessions = 32;
   executor::SessionPool* pool = nullptr;  // null: every session starts cold
   double keepalive_seconds = 15;  // a streamed execution's keepalive after this much silence
+  // Starts every session id ("PREFIX_s-<hex>"), so a stateless router can send each request to
+  // the server (pod) that holds the session; empty: "s-<hex>". Checked by ValidateSessionPrefix.
+  std::string session_prefix;
 };
+
+// A session prefix: 1-63 of a-z, 0-9, '-' and '.', starting and ending with a letter or digit
+// (a Kubernetes pod name fits). Never '_', which separates it from the rest of the id.
+Result<void> ValidateSessionPrefix(const std::string& prefix);
 
 class SessionRegistry {
  public:

@@ -5,10 +5,11 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import threading
 import time
 
-from conftest import Server, processes_with, wait_until
+from conftest import SBX, Server, processes_with, wait_until
 
 
 def test_capacity_is_429_with_retry_after():
@@ -163,3 +164,30 @@ def test_a_killed_server_takes_its_sandboxes_with_it():
     finally:
         successor.stop()
     assert not leftovers()
+
+
+def test_session_ids_carry_the_prefix_a_router_needs():
+    # A router that hashes the part before "_" sends every request to the server holding it.
+    server = Server("--pool", "0", "--session-prefix", "sbx-5d8c7b9f6-x2x7q")
+    try:
+        session = server.session()
+        prefix, _, rest = session.partition("_")
+        assert (prefix, rest[:2]) == ("sbx-5d8c7b9f6-x2x7q", "s-"), session
+        assert server.execute(session, "print(6 * 7)")["output"] == "42\n"
+        status, listed, _ = server.request("GET", "/v1/sessions")
+        assert status == 200 and [s["id"] for s in listed["sessions"]] == [session]
+        assert server.request("DELETE", f"/v1/sessions/{session}")[0] in (200, 204)
+        assert server.request("GET", f"/v1/sessions/{session}")[0] == 404
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_bad_session_prefix_is_refused_before_anything_starts(tmp_path):
+    socket_path = tmp_path / "run" / "sbx.sock"
+    for prefix in ["", "Pod-A", "pod_a", "-pod", "pod.", "p" * 64, "pod/a"]:
+        result = subprocess.run([SBX, "serve", "--listen", f"unix:{socket_path}",
+                                 "--session-prefix", prefix],
+                                capture_output=True, text=True, timeout=30)
+        assert result.returncode == 125, (prefix, result.stderr)
+        assert "--session-prefix" in result.stderr and "a-z, 0-9" in result.stderr, result.stderr
+        assert not socket_path.parent.exists(), "nothing is created before the refusal"

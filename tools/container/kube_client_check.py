@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The caller's side of tools/container/kube_play.sh: sbx.Client against the played pod.
 
-Usage: kube_client_check.py URL TOKEN_FILE. Prints one "ok"/"FAIL" line per check and exits 1
+Usage: kube_client_check.py URL TOKEN_FILE POD. Prints one "ok"/"FAIL" line per check and exits 1
 when any failed. The checks: a request without the token is refused (401); with it, /v1/health
 answers "ok" with the enforcement a session gets; a session runs print(2**10) in its sandbox
-and returns 1024, as uid 1000 in a pid namespace of its own.
+and returns 1024, as uid 1000 in a pid namespace of its own; its id starts with "POD_", the
+pod's name (the Deployment's --session-prefix $(POD_NAME)), for a router.
 """
 import sys
 import urllib.error
@@ -12,7 +13,7 @@ import urllib.request
 
 import sbx
 
-url, token_file = sys.argv[1:3]
+url, token_file, pod = sys.argv[1:4]
 with open(token_file) as f:
     token = f.read().strip()
 failures = 0
@@ -38,6 +39,8 @@ check("health: seccomp installed in sessions", enforcement.get("seccomp") is Tru
       "enforcement %s" % {k: enforcement.get(k) for k in ("network", "cgroup", "seccomp")})
 
 with client.session() as session:
+    check("the session id carries the pod", session.id.startswith(pod + "_s-"),
+          "id %s, pod %s" % (session.id, pod))
     result = session.execute("print(2**10)")
     check("execute print(2**10)", result.status == "exited" and result.stdout == "1024\n",
           "status %s stdout %r stderr %r" % (result.status, result.stdout, result.stderr[-300:]))

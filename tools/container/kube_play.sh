@@ -233,6 +233,6 @@ expect "seccomp: the Localhost profile sbx.json (sbx run in the pod sets its san
 
 status=0
 PYTHONPATH=$root/python python3 "$root/tools/container/kube_client_check.py" \
-  "http://127.0.0.1:$port" "$work/token" >"$work/client.log" 2>&1 || status=$?
+  "http://127.0.0.1:$port" "$work/token" "$pod" >"$work/client.log" 2>&1 || status=$?
 sed 's/^/  /' "$work/client.log"
 check "Python client through 127.0.0.1:$port" "$status"
