@@ -117,6 +117,144 @@ const char* CgroupMechanism(CgroupVersion version) {
   return version == CgroupVersion::kV2 ? "cgroup_v2" : version == CgroupVersion::kV1 ? "cgroup_v1" : "none";
 }
 
+// The pipes and the sync socket between runner and child, and the program's stdin.
+struct ChildChannels {
+  Pipe out;
+  Pipe err;
+  UniqueFd sync_parent;
+  UniqueFd sync_child;
+  UniqueFd dev_null;  // stdin when the caller gave none
+  int stdin_fd = -1;
+};
+
+Result<ChildChannels> OpenChildChannels(int stdin_fd) {
+  ChildChannels channels;
+  auto out = MakePipe("stdout");
+  if (!out) return out.error();
+  channels.out = std::move(*out);
+  auto err = MakePipe("stderr");
+  if (!err) return err.error();
+  channels.err = std::move(*err);
+  int sync_fds[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_fds) != 0)
+    return SysError(ErrorCode::kSetupFailed, "socketpair");
+  channels.sync_parent.reset(sync_fds[0]);
+  channels.sync_child.reset(sync_fds[1]);
+  channels.stdin_fd = stdin_fd;
+  if (stdin_fd < 0) {
+    channels.dev_null.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!channels.dev_null) return SysError(ErrorCode::kSetupFailed, "open(/dev/null)");
+    channels.stdin_fd = channels.dev_null.get();
+  }
+  return channels;
+}
+
+// The compiled filter, or null (listed in `degraded`) when it cannot be had and the policy
+// accepts losing it.
+Result<const SeccompProgram*> SeccompForPolicy(const Policy& policy, std::vector<std::string>* degraded) {
+  auto compiled = CompileSeccompProgram(SeccompOptions{});
+  if (compiled) return *compiled;
+  if (!policy.AllowsDegraded(Layer::kSeccomp))
+    return compiled.error().Context("seccomp (required; allow_degraded may list \"seccomp\")");
+  degraded->push_back("seccomp");
+  return static_cast<const SeccompProgram*>(nullptr);
+}
+
+// The rest of step 2 for what the child builds: its mounts, network capture, rlimits,
+// environment and program. `plan` already holds its descriptors, ids and filters.
+Result<void> PlanTheSandbox(const RunSpec& spec, const OpenImage& image, const Workspace* workspace,
+                            const AllowlistRun* allowlist, const CgroupEnforcement& enforced,
+                            ChildPlan& plan) {
+  const Policy& policy = spec.policy;
+  plan.set_up_loopback = policy.network != NetworkMode::kHost;
+  plan.mounts = PrepareMountsInParent(image.path, image.fd.get(), workspace ? workspace->path : std::string(),
+                                      workspace ? workspace->fd.get() : -1, policy.limits);
+  if (allowlist) {
+    plan.capture = allowlist->plan();
+    // The stub DNS of sbx-netd answers on the sandbox's own loopback (a capture socket).
+    plan.mounts.resolv_conf = "nameserver 127.0.0.1\noptions attempts:2 timeout:2\n";
+    plan.mounts.ca_bundle = allowlist->trust().sandbox_bundle();
+  }
+  if (spec.zygote_keeps_namespace_capabilities) {
+    if (!plan.root_mode) {
+      return InvalidInput("zygote: the warm pool needs sbx to run as root (root-mode id mapping)");
+    }
+    plan.keep_namespace_capabilities = true;
+    plan.mounts.expose_image_at = kZygoteImageDir;
+  }
+  plan.rlimits = PlanRlimits(policy.limits, enforced.memory, enforced.pids);
+  if (allowlist && !allowlist->sandbox_env().empty()) {
+    // The trust bundle's variables, the placeholders and the proxy variables; the policy's env
+    // still has the last word on the bundle variables (placeholder and proxy names may not be
+    // in it: ValidatePolicy).
+    std::map<std::string, std::string> env = allowlist->sandbox_env();
+    for (const auto& [name, value] : policy.env) env[name] = value;
+    plan.env_storage = BuildSandboxEnvironment(env);
+  } else {
+    plan.env_storage = BuildSandboxEnvironment(policy.env);
+  }
+  plan.argv_storage = spec.argv;
+  plan.exec_candidates = ExecCandidates(spec.argv[0], plan.env_storage);
+  plan.Seal();
+  return Ok{};
+}
+
+// 22. The typed result's output, usage and status from what supervision saw.
+void FillResult(const RunSpec& spec, const SupervisionOutcome& outcome, const OutputCapture& out,
+                const OutputCapture& err, const CgroupUsage& usage, RunResult& result) {
+  result.wall_ms = outcome.wall_ns / 1000000;
+  result.stdout_data = out.Text();
+  result.stderr_data = err.Text();
+  result.stdout_truncated = out.truncated();
+  result.stderr_truncated = err.truncated();
+  result.cpu_ms = usage.cpu_usage_ns ? *usage.cpu_usage_ns / 1000000 : outcome.cpu_us / 1000;
+  result.peak_memory_bytes = usage.peak_memory_bytes ? *usage.peak_memory_bytes : outcome.max_rss_kib * 1024;
+  if (outcome.setup_failure) {
+    const ChildReport& report = *outcome.setup_failure;
+    result.status = RunStatus::kSetupFailed;
+    result.setup_error = std::string("sandbox setup: ") + ChildStepName(report.step) + ": " +
+                         std::strerror(report.err_no);
+    if (std::string hint = SetupFailureHint(report.step, report.err_no); !hint.empty())
+      result.setup_error += ": " + hint;
+  } else if (outcome.exec_errno) {
+    result.status = RunStatus::kExited;
+    result.exec_failure_code = *outcome.exec_errno == ENOENT ? 127 : 126;
+    result.exit_code = result.exec_failure_code;
+    result.exec_error = "cannot run " + spec.argv[0] + " in the sandbox: " + std::strerror(*outcome.exec_errno);
+    result.stderr_data += "sbx: " + result.exec_error + "\n";
+  } else {
+    result.status = StatusFrom(outcome, usage, result);
+  }
+}
+
+// What enforced each layer and limit in this run (RunResult::enforcement).
+std::vector<Enforcement> DescribeEnforcement(const Policy& policy, const ChildPlan& plan,
+                                             const CgroupEnforcement& enforced,
+                                             const SupervisionOutcome& outcome) {
+  const char* cg = CgroupMechanism(enforced.version);
+  return {
+      {"user_namespace", "user_namespace"},
+      {"pid_namespace", "pid_namespace"},
+      {"mount_namespace", "overlay"},
+      // Told by the init's last report: a sandbox killed before it reported leaves it unknown.
+      {"root", !outcome.program_status                      ? "unreported"
+               : outcome.report_flags & kReportRootMoved ? "move_chroot"
+                                                          : "pivot_root"},
+      {"network", policy.network == NetworkMode::kNone      ? "network_namespace"
+                  : policy.network == NetworkMode::kAllowlist ? "network_namespace+sbx_netd"
+                                                              : "host"},
+      {"seccomp", plan.keep_namespace_capabilities ? "per_session" : plan.seccomp ? "seccomp_bpf" : "none"},
+      {"capabilities", plan.keep_namespace_capabilities ? "kept_in_user_namespace" : "dropped"},
+      {"memory", enforced.memory ? cg : "rlimit_as"},
+      {"pids", enforced.pids ? cg : "rlimit_nproc"},
+      {"cpu", enforced.cpu ? cg : "none"},
+      {"timeout", "pid_namespace"},
+      {"file_size", "rlimit"},
+      {"open_files", "rlimit"},
+      {"output", "capture"},
+  };
+}
+
 }  // namespace
 
 Result<RunResult> RunSandboxed(const RunSpec& spec) {
@@ -140,14 +278,8 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
 
   // 2. Everything the child needs, prepared here because the child must not allocate.
   ChildPlan plan;
-  const SeccompProgram* seccomp = nullptr;
-  if (auto compiled = CompileSeccompProgram(SeccompOptions{}); compiled) {
-    seccomp = *compiled;
-  } else if (policy.AllowsDegraded(Layer::kSeccomp)) {
-    result.degraded.push_back("seccomp");
-  } else {
-    return compiled.error().Context("seccomp (required; allow_degraded may list \"seccomp\")");
-  }
+  auto seccomp = SeccompForPolicy(policy, &result.degraded);
+  if (!seccomp) return seccomp.error();
   auto capabilities = PrepareCapabilitiesInParent();
   if (!capabilities) return capabilities.error();
   auto runner_strings = FindRunnerStringsInParent();
@@ -174,61 +306,21 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
     allowlist = std::move(*started);
   }
 
-  auto out_pipe = MakePipe("stdout");
-  if (!out_pipe) return out_pipe.error();
-  auto err_pipe = MakePipe("stderr");
-  if (!err_pipe) return err_pipe.error();
-  int sync_fds[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_fds) != 0)
-    return SysError(ErrorCode::kSetupFailed, "socketpair");
-  UniqueFd sync_parent(sync_fds[0]), sync_child(sync_fds[1]);
-  UniqueFd dev_null;
-  int stdin_fd = spec.stdin_fd;
-  if (stdin_fd < 0) {
-    dev_null.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!dev_null) return SysError(ErrorCode::kSetupFailed, "open(/dev/null)");
-    stdin_fd = dev_null.get();
-  }
-
+  auto channels = OpenChildChannels(spec.stdin_fd);
+  if (!channels) return channels.error();
+  Pipe& out_pipe = channels->out;
+  Pipe& err_pipe = channels->err;
+  UniqueFd& sync_parent = channels->sync_parent;
+  UniqueFd& sync_child = channels->sync_child;
   plan.sync_fd = sync_child.get();
   plan.parent_sync_fd = sync_parent.get();
-  plan.stdin_fd = stdin_fd;
-  plan.stdout_fd = out_pipe->write.get();
-  plan.stderr_fd = err_pipe->write.get();
+  plan.stdin_fd = channels->stdin_fd;
+  plan.stdout_fd = out_pipe.write.get();
+  plan.stderr_fd = err_pipe.write.get();
   plan.root_mode = mapping->root_mode;
-  plan.set_up_loopback = policy.network != NetworkMode::kHost;
-  plan.mounts = PrepareMountsInParent(image->path, image->fd.get(),
-                                      run_workspace ? run_workspace->path : std::string(),
-                                      run_workspace ? run_workspace->fd.get() : -1, policy.limits);
-  if (allowlist) {
-    plan.capture = allowlist->plan();
-    // The stub DNS of sbx-netd answers on the sandbox's own loopback (a capture socket).
-    plan.mounts.resolv_conf = "nameserver 127.0.0.1\noptions attempts:2 timeout:2\n";
-    plan.mounts.ca_bundle = allowlist->trust().sandbox_bundle();
-  }
-  if (spec.zygote_keeps_namespace_capabilities) {
-    if (!mapping->root_mode) {
-      return InvalidInput("zygote: the warm pool needs sbx to run as root (root-mode id mapping)");
-    }
-    plan.keep_namespace_capabilities = true;
-    plan.mounts.expose_image_at = kZygoteImageDir;
-  }
-  plan.rlimits = PlanRlimits(policy.limits, enforced.memory, enforced.pids);
   plan.capabilities = *capabilities;
-  plan.seccomp = seccomp;
-  if (allowlist && !allowlist->sandbox_env().empty()) {
-    // The trust bundle's variables, the placeholders and the proxy variables; the policy's env
-    // still has the last word on the bundle variables (placeholder and proxy names may not be
-    // in it: ValidatePolicy).
-    std::map<std::string, std::string> env = allowlist->sandbox_env();
-    for (const auto& [name, value] : policy.env) env[name] = value;
-    plan.env_storage = BuildSandboxEnvironment(env);
-  } else {
-    plan.env_storage = BuildSandboxEnvironment(policy.env);
-  }
-  plan.argv_storage = spec.argv;
-  plan.exec_candidates = ExecCandidates(spec.argv[0], plan.env_storage);
-  plan.Seal();
+  plan.seccomp = *seccomp;
+  SBX_TRY(PlanTheSandbox(spec, *image, run_workspace, allowlist.get(), enforced, plan));
 
   // 4. The namespaces.
   uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
@@ -247,8 +339,8 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   UniqueFd pidfd(pidfd_raw);
   sync_child.reset();
   if (allowlist) allowlist->ChildStarted();
-  out_pipe->write.reset();
-  err_pipe->write.reset();
+  out_pipe.write.reset();
+  err_pipe.write.reset();
 
   // 5. Id maps, "ids mapped", v1 cgroup placement, "cgroup placed". On failure the child is
   //    killed and reaped.
@@ -280,7 +372,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   }
   OutputCapture out(policy.limits.output_bytes, forward_out ? &*forward_out : nullptr);
   OutputCapture err(policy.limits.output_bytes, forward_err ? &*forward_err : nullptr);
-  SupervisedChild child{pid, pidfd.get(), sync_parent.get(), out_pipe->read.get(), err_pipe->read.get(),
+  SupervisedChild child{pid, pidfd.get(), sync_parent.get(), out_pipe.read.get(), err_pipe.read.get(),
                         spec.cancel_fd, allowlist ? allowlist->helper_fd() : -1};
   auto kill_all = [&cgroup] {
     if (cgroup) cgroup->KillAll();
@@ -304,52 +396,8 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   result.network.mode = NetworkModeName(policy.network);
   if (allowlist) allowlist->Finish(&result.network);
 
-  result.wall_ms = outcome.wall_ns / 1000000;
-  result.stdout_data = out.Text();
-  result.stderr_data = err.Text();
-  result.stdout_truncated = out.truncated();
-  result.stderr_truncated = err.truncated();
-  result.cpu_ms = usage.cpu_usage_ns ? *usage.cpu_usage_ns / 1000000 : outcome.cpu_us / 1000;
-  result.peak_memory_bytes = usage.peak_memory_bytes ? *usage.peak_memory_bytes : outcome.max_rss_kib * 1024;
-  if (outcome.setup_failure) {
-    const ChildReport& report = *outcome.setup_failure;
-    result.status = RunStatus::kSetupFailed;
-    result.setup_error = std::string("sandbox setup: ") + ChildStepName(report.step) + ": " +
-                         std::strerror(report.err_no);
-    if (std::string hint = SetupFailureHint(report.step, report.err_no); !hint.empty())
-      result.setup_error += ": " + hint;
-  } else if (outcome.exec_errno) {
-    result.status = RunStatus::kExited;
-    result.exec_failure_code = *outcome.exec_errno == ENOENT ? 127 : 126;
-    result.exit_code = result.exec_failure_code;
-    result.exec_error = "cannot run " + spec.argv[0] + " in the sandbox: " + std::strerror(*outcome.exec_errno);
-    result.stderr_data += "sbx: " + result.exec_error + "\n";
-  } else {
-    result.status = StatusFrom(outcome, usage, result);
-  }
-
-  const char* cg = CgroupMechanism(enforced.version);
-  result.enforcement = {
-      {"user_namespace", "user_namespace"},
-      {"pid_namespace", "pid_namespace"},
-      {"mount_namespace", "overlay"},
-      // Told by the init's last report: a sandbox killed before it reported leaves it unknown.
-      {"root", !outcome.program_status                      ? "unreported"
-               : outcome.report_flags & kReportRootMoved ? "move_chroot"
-                                                          : "pivot_root"},
-      {"network", policy.network == NetworkMode::kNone      ? "network_namespace"
-                  : policy.network == NetworkMode::kAllowlist ? "network_namespace+sbx_netd"
-                                                              : "host"},
-      {"seccomp", plan.keep_namespace_capabilities ? "per_session" : seccomp ? "seccomp_bpf" : "none"},
-      {"capabilities", plan.keep_namespace_capabilities ? "kept_in_user_namespace" : "dropped"},
-      {"memory", enforced.memory ? cg : "rlimit_as"},
-      {"pids", enforced.pids ? cg : "rlimit_nproc"},
-      {"cpu", enforced.cpu ? cg : "none"},
-      {"timeout", "pid_namespace"},
-      {"file_size", "rlimit"},
-      {"open_files", "rlimit"},
-      {"output", "capture"},
-  };
+  FillResult(spec, outcome, out, err, usage, result);
+  result.enforcement = DescribeEnforcement(policy, plan, enforced, outcome);
   return result;
 }
 
