@@ -19,6 +19,8 @@ it as the program of a session's sandbox with a socket as fd 0, and speaks this 
              "figures": ["output/figures/cell-7-1.png"], "cpu_ms": 12}
   host   -> {"op": "close"}                                           the driver exits 0
 
+Before each Python cell the driver adds the user site if an earlier cell's `pip install --user`
+created it (Python looks for it only at start-up), so the next cell imports what pip installed.
 The source reaches Python as a file (/tmp/.sbx-cells/cell-<id>.py), compiled from its bytes
 as `python3 file.py` would (PEP 263 coding, CRLF, NUL bytes are a SyntaxError), so
 tracebacks show its lines. Output of the code and of every process it starts goes through
@@ -39,12 +41,14 @@ and 2**18 values, figures named as above, and nothing sent before a request was 
 import ast
 import builtins
 import codecs
+import importlib
 import io
 import json
 import os
 import resource
 import select
 import signal
+import site
 import struct
 import subprocess
 import sys
@@ -344,6 +348,7 @@ class Session:
                               "traceback": cut(text)}
             sys.stderr.write(text)
             return
+        self.pick_up_user_site()
         signal.signal(signal.SIGALRM, on_alarm)
         try:
             self.in_cell = True
@@ -378,6 +383,17 @@ class Session:
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
             sys.stdout.flush()
             sys.stderr.flush()
+
+    @staticmethod
+    def pick_up_user_site():
+        """Python looks at the user site (~/.local/lib/python3.X/site-packages) only at start-up,
+        and a `pip install --user` in an earlier cell may have created it since: add it, with
+        its .pth files, as a fresh python3 would, so the next cell can import what pip put
+        there."""
+        path = site.getusersitepackages()
+        if site.ENABLE_USER_SITE and path not in sys.path and os.path.isdir(path):
+            site.addsitedir(path)
+            importlib.invalidate_caches()
 
     @staticmethod
     def compile_cell(source, path):

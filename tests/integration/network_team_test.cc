@@ -217,7 +217,7 @@ TEST_F(NetworkTeam, TheSameScriptIsBlockedAndTheExecutorTellsTheCoder) {
 
 // pip through the allowlist into the session, as docs/packages.md shows it: one block installs
 // a wheel from the index with --user, the next imports it in the same session (the driver's
-// interpreter started before the user site existed, so the block adds it, as the doc says).
+// interpreter started before the user site existed; the driver adds it before the next cell).
 // The control is Net12PipInstallsAWheelFromAnAllowedIndex's unsandboxed pip in T.
 TEST_F(NetworkTeam, PipInstallsIntoTheSessionAndTheNextBlockImports) {
   SBX_NET_SANDBOXED_HALF();
@@ -226,7 +226,7 @@ TEST_F(NetworkTeam, PipInstallsIntoTheSessionAndTheNextBlockImports) {
       "--no-deps --no-cache-dir --index-url https://pypi.test/simple --cert ca.pem "
       "sbx-test-pkg\n```\n";
   const std::string import_it =
-      "Now use it.\n```python\nimport site\nsite.addsitedir(site.getusersitepackages())\n"
+      "Now use it.\n```python\n"
       "import sbx_test_pkg\nprint('value', sbx_test_pkg.VALUE)\n```\n";
   TeamRun run = RunTeam({"pypi.test"}, {install, import_it, "Done. TERMINATE"}, "");
   EXPECT_EQ(run.command.exit_code, 0) << run.diagnostics;
