@@ -58,7 +58,8 @@ void PrintServeUsage() {
                "  --request-timeout: a client must send each part of a request within it (30).\n"
                "  --keepalive: a streamed execution silent this long sends a keepalive event (15).\n"
                "  --session-prefix: session ids start with NAME_ (this pod's name), so a router\n"
-               "  can send each request to the server that holds its session.\n");
+               "  can send each request to the server that holds its session. Default: the\n"
+               "  environment's SBX_SESSION_PREFIX, if set.\n");
 }
 
 int Refuse(const std::string& message) {
@@ -154,6 +155,12 @@ int RunServeCommand(int argc, char** argv) {
   ServeFlags flags;
   Policy policy;
   std::vector<std::pair<std::string, std::string>> overrides;
+  // A pod learns its own name only from the environment (the downward API); the flag wins.
+  if (const char* prefix = std::getenv("SBX_SESSION_PREFIX"); prefix != nullptr) {
+    if (auto valid = server::ValidateSessionPrefix(prefix, "SBX_SESSION_PREFIX"); !valid)
+      return Refuse(valid.error().message);
+    flags.session_prefix = prefix;
+  }
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -174,7 +181,7 @@ int RunServeCommand(int argc, char** argv) {
     } else if (arg == "--image") {
       flags.image = value;
     } else if (arg == "--session-prefix") {
-      if (auto valid = server::ValidateSessionPrefix(value); !valid) return Refuse(valid.error().message);
+      if (auto valid = server::ValidateSessionPrefix(value, arg); !valid) return Refuse(valid.error().message);
       flags.session_prefix = value;
     } else if (arg == "--max-sessions" || arg == "--pool") {
       auto count = arg == "--pool" ? Count(arg, value, 0, 64) : Count(arg, value, 1, 4096);

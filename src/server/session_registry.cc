@@ -30,14 +30,14 @@ std::string NewSessionId(const std::string& prefix) {
 
 }  // namespace
 
-Result<void> ValidateSessionPrefix(const std::string& prefix) {
+Result<void> ValidateSessionPrefix(const std::string& prefix, const std::string& source) {
   auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
   bool valid = !prefix.empty() && prefix.size() <= 63 && alnum(prefix.front()) && alnum(prefix.back());
   for (char c : prefix) valid = valid && (alnum(c) || c == '-' || c == '.');
   if (valid) return Ok{};
-  return InvalidInput("--session-prefix '" + prefix +
+  return InvalidInput(source + " '" + prefix +
                       "': use 1-63 of a-z, 0-9, '-' and '.', starting and ending with a letter or "
-                      "digit (a pod name, e.g. --session-prefix \"$(POD_NAME)\")");
+                      "digit (a pod's name: SBX_SESSION_PREFIX from the field metadata.name)");
 }
 
 double NowSeconds() {

@@ -88,8 +88,9 @@ struct RegistryOptions {
 };
 
 // A session prefix: 1-63 of a-z, 0-9, '-' and '.', starting and ending with a letter or digit
-// (a Kubernetes pod name fits). Never '_', which separates it from the rest of the id.
-Result<void> ValidateSessionPrefix(const std::string& prefix);
+// (a Kubernetes pod name fits). Never '_', which separates it from the rest of the id. `source`
+// names where it came from in the error (the flag or the environment variable).
+Result<void> ValidateSessionPrefix(const std::string& prefix, const std::string& source);
 
 class SessionRegistry {
  public:

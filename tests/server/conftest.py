@@ -36,7 +36,7 @@ class UnixConnection(http.client.HTTPConnection):
 class Server:
     """One `sbx serve` process on a private socket; stopped (SIGTERM) by stop()."""
 
-    def __init__(self, *args, tcp=False):
+    def __init__(self, *args, tcp=False, env=None):
         self.dir = tempfile.mkdtemp(prefix="sbx-server-test-")
         self.socket_path = os.path.join(self.dir, "run", "sbx.sock")
         argv = [SBX, "serve", "--listen", "unix:" + self.socket_path]
@@ -51,7 +51,8 @@ class Server:
         self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         text=True,
                                         env={"PATH": os.environ.get("PATH", ""),
-                                             "SBX_TEST_HOST_SECRET": "host-secret"})
+                                             "SBX_TEST_HOST_SECRET": "host-secret",
+                                             **(env or {})})
         self.tcp_port = None
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

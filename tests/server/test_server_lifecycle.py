@@ -9,6 +9,8 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from conftest import SBX, Server, processes_with, wait_until
 
 
@@ -166,9 +168,15 @@ def test_a_killed_server_takes_its_sandboxes_with_it():
     assert not leftovers()
 
 
-def test_session_ids_carry_the_prefix_a_router_needs():
-    # A router that hashes the part before "_" sends every request to the server holding it.
-    server = Server("--pool", "0", "--session-prefix", "sbx-5d8c7b9f6-x2x7q")
+@pytest.mark.parametrize("source", ["flag", "environment"])
+def test_session_ids_carry_the_prefix_a_router_needs(source):
+    # A router that hashes the part before "_" sends every request to the server holding it. A
+    # pod learns its name from the environment (the Deployment's SBX_SESSION_PREFIX); a flag wins.
+    if source == "flag":
+        server = Server("--pool", "0", "--session-prefix", "sbx-5d8c7b9f6-x2x7q",
+                        env={"SBX_SESSION_PREFIX": "overridden"})
+    else:
+        server = Server("--pool", "0", env={"SBX_SESSION_PREFIX": "sbx-5d8c7b9f6-x2x7q"})
     try:
         session = server.session()
         prefix, _, rest = session.partition("_")
@@ -191,3 +199,9 @@ def test_a_bad_session_prefix_is_refused_before_anything_starts(tmp_path):
         assert result.returncode == 125, (prefix, result.stderr)
         assert "--session-prefix" in result.stderr and "a-z, 0-9" in result.stderr, result.stderr
         assert not socket_path.parent.exists(), "nothing is created before the refusal"
+    result = subprocess.run([SBX, "serve", "--listen", f"unix:{socket_path}"],
+                            env={"PATH": os.environ.get("PATH", ""), "SBX_SESSION_PREFIX": "$(POD_NAME)"},
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 125, result.stderr
+    assert "SBX_SESSION_PREFIX '$(POD_NAME)'" in result.stderr, result.stderr
+    assert not socket_path.parent.exists(), "nothing is created before the refusal"

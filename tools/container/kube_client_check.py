@@ -5,7 +5,7 @@ Usage: kube_client_check.py URL TOKEN_FILE POD. Prints one "ok"/"FAIL" line per 
 when any failed. The checks: a request without the token is refused (401); with it, /v1/health
 answers "ok" with the enforcement a session gets; a session runs print(2**10) in its sandbox
 and returns 1024, as uid 1000 in a pid namespace of its own; its id starts with "POD_", the
-pod's name (the Deployment's --session-prefix $(POD_NAME)), for a router.
+pod's name (the Deployment's SBX_SESSION_PREFIX from metadata.name), for a router.
 """
 import sys
 import urllib.error
