@@ -164,7 +164,11 @@ TEST(CliPromises, ADegradedLayerIsNamed) {
 // A system call of a foreign architecture (the i386 ABI) kills the program with SIGSYS, which
 // the CLI reports as a seccomp violation; on the host the same call is an ordinary getpid.
 TEST(CliPromises, AForeignArchitectureCallIsASeccompViolation) {
-  EXPECT_EQ(RunOnHost({ProbePath("escape_probe"), "int80-getpid"}).output, "int80-getpid OK\n");
+  const HostRun control = RunOnHost({ProbePath("escape_probe"), "int80-getpid"});
+  // Some kernels (or the hypervisors under them) fault int 0x80 even without a filter.
+  if (control.exit_code == 128 + SIGSEGV)
+    GTEST_SKIP() << "this kernel has no i386 emulation: int 0x80 faults on the host (SIGSEGV)";
+  EXPECT_EQ(control.output, "int80-getpid OK\n");
   ScratchDir workspace;
   StageProbe("escape_probe", workspace.path());
   HostRun run = Sbx({"run", "--json", "--workspace", workspace.path(), "--",
