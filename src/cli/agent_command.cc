@@ -169,7 +169,7 @@ int RunTeamAndReport(TeamSetup& team, executor::SessionExecutor& session, const 
 int RunAgentCommand(int argc, char** argv) {
   AgentFlags flags;
   executor::ExecutorOptions options;
-  std::vector<std::pair<std::string, std::string>> policy_flags;
+  PolicyFlags policy_flags;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -230,15 +230,9 @@ int RunAgentCommand(int argc, char** argv) {
   if (!approval) return Refuse("--approve: " + approval.error().message);
   auto approver = agent::MakeApprover(*approval, stdin, stderr);
   if (!approver) return Refuse(approver.error().message);
-  if (!flags.policy_file.empty()) {
-    auto policy = LoadPolicyFile(flags.policy_file);
-    if (!policy) return Refuse(policy.error().ToString());
-    options.policy = *policy;
-  }
-  for (const auto& [flag, value] : policy_flags) {
-    if (auto applied = ApplyPolicyFlag(flag, value, options.policy); !applied) return Refuse(applied.error().ToString());
-  }
-  if (auto valid = ValidatePolicy(options.policy); !valid) return Refuse(valid.error().ToString());
+  auto policy = ResolvePolicy(flags.policy_file, policy_flags);
+  if (!policy) return Refuse(policy.error().ToString());
+  options.policy = std::move(*policy);
   std::optional<NetworkAllowlist> policy_network_allowlist;  // told to the model
   if (options.policy.network == NetworkMode::kAllowlist) policy_network_allowlist = options.policy.network_allowlist;
   std::vector<std::string> input_names;

@@ -50,6 +50,18 @@ bool TakeFlagValue(int argc, char** argv, int& i, std::string& arg, std::string&
   return true;
 }
 
+Result<Policy> ResolvePolicy(const std::string& policy_file, const PolicyFlags& flags) {
+  Policy policy;
+  if (!policy_file.empty()) {
+    auto loaded = LoadPolicyFile(policy_file);
+    if (!loaded) return loaded.error();
+    policy = std::move(*loaded);
+  }
+  for (const auto& [flag, value] : flags) SBX_TRY(ApplyPolicyFlag(flag, value, policy));
+  SBX_TRY(ValidatePolicy(policy));
+  return policy;
+}
+
 Result<void> ApplyPolicyFlag(const std::string& flag, const std::string& value, Policy& policy) {
   Limits& limits = policy.limits;
   if (flag == "--timeout") {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sandbox/error.h"
 #include "sandbox/policy.h"
@@ -17,5 +19,11 @@ bool TakeFlagValue(int argc, char** argv, int& i, std::string& arg, std::string&
 // Applies one "--flag value"; the error names the flag (an unknown flag is an error too).
 // --allow appends an allow rule and switches the network to allowlist (an error with host).
 Result<void> ApplyPolicyFlag(const std::string& flag, const std::string& value, Policy& policy);
+
+using PolicyFlags = std::vector<std::pair<std::string, std::string>>;  // in the order given
+
+// The one way a command gets its policy: the file (empty: the built-in default), then each
+// flag in order, then ValidatePolicy. Used by `sbx run`, `sbx agent` and `sbx serve`.
+Result<Policy> ResolvePolicy(const std::string& policy_file, const PolicyFlags& flags);
 
 }  // namespace sbx::cli

@@ -29,7 +29,6 @@ struct RunFlags {
   std::string cgroup = "auto";
   std::string network_log;  // allowlist runs: where the audit log goes
   bool json = false;
-  std::vector<std::string> overrides;  // applied after the policy file, in order
 };
 
 int Refuse(bool json, const std::string& message) {
@@ -64,7 +63,7 @@ void PrintRunUsage() {
 
 int RunRunCommand(int argc, char** argv) {
   RunFlags flags;
-  std::vector<std::pair<std::string, std::string>> overrides;
+  PolicyFlags overrides;
   std::vector<std::string> command;
   int i = 1;
   for (; i < argc; ++i) {
@@ -100,16 +99,9 @@ int RunRunCommand(int argc, char** argv) {
   RunSpec spec;
   spec.cgroup_options.try_v2 = flags.cgroup == "auto" || flags.cgroup == "v2";
   spec.cgroup_options.try_v1 = flags.cgroup == "auto" || flags.cgroup == "v1";
-  if (!flags.policy_file.empty()) {
-    auto policy = LoadPolicyFile(flags.policy_file);
-    if (!policy) return Refuse(flags.json, policy.error().ToString());
-    spec.policy = *policy;
-  }
-  for (const auto& [flag, value] : overrides) {
-    if (auto applied = ApplyPolicyFlag(flag, value, spec.policy); !applied)
-      return Refuse(flags.json, applied.error().ToString());
-  }
-  if (auto valid = ValidatePolicy(spec.policy); !valid) return Refuse(flags.json, valid.error().ToString());
+  auto policy = ResolvePolicy(flags.policy_file, overrides);
+  if (!policy) return Refuse(flags.json, policy.error().ToString());
+  spec.policy = std::move(*policy);
   if (spec.policy.network == NetworkMode::kHost)
     std::fprintf(stderr, "sbx: warning: --network host: the sandbox shares this host's network\n");
 

@@ -153,8 +153,7 @@ Result<nlohmann::json> EnforcementReport(const Policy& policy, const std::string
 
 int RunServeCommand(int argc, char** argv) {
   ServeFlags flags;
-  Policy policy;
-  std::vector<std::pair<std::string, std::string>> overrides;
+  PolicyFlags overrides;
   // A pod learns its own name only from the environment (the downward API); the flag wins.
   if (const char* prefix = std::getenv("SBX_SESSION_PREFIX"); prefix != nullptr) {
     if (auto valid = server::ValidateSessionPrefix(prefix, "SBX_SESSION_PREFIX"); !valid)
@@ -197,15 +196,9 @@ int RunServeCommand(int argc, char** argv) {
       overrides.emplace_back(arg, value);
     }
   }
-  if (!flags.policy_file.empty()) {
-    auto loaded = LoadPolicyFile(flags.policy_file);
-    if (!loaded) return Refuse(loaded.error().ToString());
-    policy = *loaded;
-  }
-  for (const auto& [flag, value] : overrides) {
-    if (auto applied = ApplyPolicyFlag(flag, value, policy); !applied) return Refuse(applied.error().ToString());
-  }
-  if (auto valid = ValidatePolicy(policy); !valid) return Refuse(valid.error().ToString());
+  auto resolved = ResolvePolicy(flags.policy_file, overrides);
+  if (!resolved) return Refuse(resolved.error().ToString());
+  const Policy policy = std::move(*resolved);
 
   server::HttpServerOptions http;
   http.read_timeout_seconds = flags.request_timeout;
