@@ -6,6 +6,9 @@
 # into the seed corpus as a regression input). New inputs the fuzzer finds stay in
 # build-fuzz/corpus/<target>/, so a later run goes on from them; the repository is not written.
 #   tools/fuzz.sh [SECONDS] [TARGET...]     e.g. tools/fuzz.sh 3600 tls_client_hello
+# $SBX_FUZZ_TIMEOUT: seconds one input may take before it counts as a hang (default 10). Long
+# runs niced on a busy machine can be starved for longer than that: raise it there, and replay
+# any input it reports (build-fuzz/fuzz/fuzz_TARGET INPUT) on a quiet machine.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${SBX_FUZZ_BUILD_DIR:-$root/build-fuzz}
@@ -40,7 +43,7 @@ for target in "${targets[@]}"; do
   mkdir -p "$corpus" "$crashes" "${log%/*}"
   status=0
   (cd "$build" && "$binary" "$corpus" "$root/tests/fuzz/corpus/$target" \
-    -max_total_time="$seconds" -max_len="${max_len[$target]:-4096}" -timeout=10 \
+    -max_total_time="$seconds" -max_len="${max_len[$target]:-4096}" -timeout="${SBX_FUZZ_TIMEOUT:-10}" \
     -rss_limit_mb=2048 -artifact_prefix="$crashes/" -print_final_stats=1) >"$log" 2>&1 ||
     status=$?
   executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
