@@ -52,7 +52,13 @@ def test_output_arrives_while_the_code_runs_then_the_result(streaming_server):
     events = [event for _, event in timed]
     kinds = [e["type"] for e in events if e["type"] != "keepalive"]
     assert kinds[-1] == "result" and kinds.count("result") == 1
-    first_at = next(at for at, e in timed if e == {"type": "stdout", "text": "first\n"})
+    # print() may write "first" and "\n" apart, and each write may be its own event.
+    first_at, sofar = None, ""
+    for at, event in timed:
+        sofar += event.get("text", "") if event["type"] == "stdout" else ""
+        if first_at is None and sofar.startswith("first\n"):
+            first_at = at
+    assert first_at is not None, events
     assert timed[-1][0] - first_at >= 2.0, "the first print arrived only with the result"
     streamed = "".join(e["text"] for e in events if e["type"] == "stdout")
     assert streamed == "first\nsecond\n"
