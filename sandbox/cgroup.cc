@@ -147,10 +147,11 @@ std::string NewRunId() {
   return id;
 }
 
-Result<std::optional<RunCgroup>> CreateCgroupForPolicy(const Policy& policy, const CgroupOptions& options,
+Result<std::optional<RunCgroup>> CreateCgroupForPolicy(const std::string& run_id, const Policy& policy,
+                                                       const CgroupOptions& options,
                                                        std::vector<std::string>* degraded) {
   auto created = options.try_v2 || options.try_v1
-                     ? RunCgroup::CreateInParent(NewRunId(), policy.limits, options)
+                     ? RunCgroup::CreateInParent(run_id, policy.limits, options)
                      : Result<RunCgroup>(MakeError(ErrorCode::kUnavailable, "cgroups turned off (--cgroup none)"));
   if (!created) {
     if (created.error().code == ErrorCode::kUnavailable && policy.AllowsDegraded(Layer::kCgroup)) {

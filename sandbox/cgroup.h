@@ -87,11 +87,14 @@ class RunCgroup {
 // or std::nullopt, with "cgroup" (or "cgroup:<missing controllers>") appended to *degraded,
 // when none can be had (or one lacks a controller) and the policy allows degrading cgroup
 // (rlimits then stand in: PlanRlimits). Otherwise an error that names the layer and the fix.
-// Used by the launcher and by the warm pool for each pooled session.
-Result<std::optional<RunCgroup>> CreateCgroupForPolicy(const Policy& policy, const CgroupOptions& options,
+// Used by the launcher and by the warm pool for each pooled session. The cgroup's name carries
+// run_id (NewRunId), the id the run's network log and result carry too.
+Result<std::optional<RunCgroup>> CreateCgroupForPolicy(const std::string& run_id, const Policy& policy,
+                                                       const CgroupOptions& options,
                                                        std::vector<std::string>* degraded);
 
-// A fresh run id ("<counter>-<random hex>") for cgroup names.
+// A fresh run id ("<counter>-<random hex>"), minted once per run: it names the run's cgroup and
+// network log and is in its result.
 std::string NewRunId();
 
 // Describes the host's cgroup situation for `sbx doctor`: "v2 at /sys/fs/cgroup/..., controllers

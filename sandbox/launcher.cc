@@ -259,6 +259,7 @@ std::vector<Enforcement> DescribeEnforcement(const Policy& policy, const ChildPl
 
 Result<RunResult> RunSandboxed(const RunSpec& spec) {
   RunResult result;
+  result.run_id = NewRunId();
   const Policy& policy = spec.policy;
   // 1. Validate everything before creating anything.
   SBX_TRY(ValidatePolicy(policy));
@@ -287,7 +288,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   plan.runner_strings = *runner_strings;
 
   // 3. The cgroup, or rlimits when the policy accepts losing it.
-  auto created = CreateCgroupForPolicy(policy, spec.cgroup_options, &result.degraded);
+  auto created = CreateCgroupForPolicy(result.run_id, policy, spec.cgroup_options, &result.degraded);
   if (!created) return created.error();
   std::optional<RunCgroup> cgroup = std::move(*created);
   const CgroupEnforcement enforced = cgroup ? cgroup->enforcement() : CgroupEnforcement{};
@@ -301,7 +302,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   if (policy.network == NetworkMode::kAllowlist) {
     auto started = AllowlistRun::Start(policy.network_allowlist,
                                        {spec.network_helper_binary, spec.network_log_path,
-                                        NewRunId(), image->fd.get()});
+                                        result.run_id, image->fd.get()});
     if (!started) return started.error();
     allowlist = std::move(*started);
   }

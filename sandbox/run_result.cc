@@ -66,6 +66,7 @@ nlohmann::ordered_json NetworkOutcomeJson(const NetworkOutcome& network) {
 
 std::string RunResultToJson(const RunResult& result) {
   nlohmann::ordered_json out;
+  out["run_id"] = result.run_id;
   out["status"] = RunStatusName(result.status);
   out["exit_code"] = ExitCodeFor(result);
   out["signal"] = result.signal;

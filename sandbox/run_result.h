@@ -48,6 +48,7 @@ struct NetworkOutcome {
 };
 
 struct RunResult {
+  std::string run_id;  // names the run's cgroup and network log (NewRunId)
   RunStatus status = RunStatus::kSetupFailed;
   int exit_code = 0;  // the program's own exit code when status is kExited
   int signal = 0;     // the signal that ended it, when there was one

@@ -27,7 +27,7 @@ struct DefaultRun {
 DefaultRun ProbeDefaultRun() {
   DefaultRun run;
   std::vector<std::string> degraded;
-  auto created = CreateCgroupForPolicy(Policy{}, CgroupOptions{}, &degraded);
+  auto created = CreateCgroupForPolicy(NewRunId(), Policy{}, CgroupOptions{}, &degraded);
   if (!created) {
     run.cgroup = created.error().ToString();
     return run;

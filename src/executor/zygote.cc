@@ -259,7 +259,7 @@ Result<void> Zygote::SendSpawn(const std::string& request, int session_fd, int w
 Result<std::unique_ptr<PooledDriver>> Zygote::Spawn(const Workspace& workspace, const std::string& name) {
   if (!IsValidRunId(name)) return InvalidInput("pool: workspace name \"" + name + "\" must match [A-Za-z0-9-]");
   std::vector<std::string> degraded;
-  auto created = CreateCgroupForPolicy(options_.policy, options_.cgroup_options, &degraded);
+  auto created = CreateCgroupForPolicy(NewRunId(), options_.policy, options_.cgroup_options, &degraded);
   if (!created) return created.error().Context("pooled session");
   std::optional<RunCgroup> cgroup = std::move(*created);
   const CgroupEnforcement enforced = cgroup ? cgroup->enforcement() : CgroupEnforcement{};

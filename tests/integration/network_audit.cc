@@ -59,6 +59,10 @@ AuditLog ReadAuditLog(const nlohmann::json& run_result) {
   }
   log = ReadAuditLogFile(network["log_path"].get<std::string>());
   EXPECT_EQ(Str(network, "log_sha256"), Sha256Of(log.path)) << log.path;
+  // One run id: the result's is the one every record of its log carries.
+  const std::string run_id = Str(run_result, "run_id");
+  EXPECT_FALSE(run_id.empty()) << "no run_id in the result: " << run_result.dump();
+  for (const auto& record : log.records) EXPECT_EQ(Str(record, "run"), run_id) << record.dump();
   return log;
 }
 

@@ -4,7 +4,7 @@
 // Assumed (policies/SCHEMA.md, audit reasons; docs/network.md, the audit log):
 // - result.network = {mode, dns_queries, allowed, denied, denied_names, log_path, log_sha256};
 //   log_path names a JSON-lines file still present after the run; log_sha256 is its sha256.
-// - Each line: v, run, seq, ts, ev ("dns" | "conn"), decision ("allow" | "deny"), rule
+// - Each line: v, run (the result's run_id), seq, ts, ev ("dns" | "conn"), decision ("allow" | "deny"), rule
 //   ("allow[0]"), reason (when denied); dns: qname, qtype ("A", "AAAA", "TXT", ...);
 //   conn: name, name_src ("fakeip" | "sni" | "host" | "proxy"), dst and upstream as "ip:port"
 //   ("[v6]:port"), bytes_up, bytes_down; through the proxy_env proxy also "via": "proxy", and
