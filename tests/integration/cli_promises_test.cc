@@ -111,17 +111,20 @@ TEST(CliPromises, OpenFilesBoundsDescriptors) {
 TEST(CliPromises, CpusBoundsCpuTimeEndToEnd) {
   const std::string spin =
       "import time\nend = time.monotonic() + 1\nwhile time.monotonic() < end: pass";
-  double share[2] = {0, 0};
-  const char* cpus[2] = {"0.25", "1"};
-  for (int i = 0; i < 2; ++i) {
-    HostRun run = Sbx({"run", "--json", "--cpus", cpus[i], "--", "/usr/bin/python3", "-c", spin});
-    ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto share_with = [&](const char* cpus) {
+    HostRun run = Sbx({"run", "--json", "--cpus", cpus, "--", "/usr/bin/python3", "-c", spin});
+    EXPECT_EQ(run.exit_code, 0) << run.output;
     const auto json = JsonOf(run);
     EXPECT_NE(json["enforcement"].value("cpu", "none"), "none") << json.dump();
-    share[i] = json.value("cpu_ms", 0.0) / std::max(1.0, json.value("wall_ms", 0.0));
-  }
-  EXPECT_LE(share[0], 0.35) << "with --cpus 0.25";
-  EXPECT_GE(share[1], 0.6) << "with --cpus 1 (the control)";
+    return json.value("cpu_ms", 0.0) / std::max(1.0, json.value("wall_ms", 0.0));
+  };
+  // Other load only lowers a share: the limited run needs one try, and the control (which shows
+  // the same spin takes more than the limit when it may) the best of three.
+  EXPECT_LE(share_with("0.25"), 0.35) << "with --cpus 0.25";
+  double control = 0;
+  for (int attempt = 0; attempt < 3 && control < 0.6; ++attempt)
+    control = std::max(control, share_with("1"));
+  EXPECT_GE(control, 0.6) << "with --cpus 1 (the control), best of three";
 }
 
 // --cgroup v1 and v2 use the version asked for, or refuse (125, naming cgroup) where this host
