@@ -36,6 +36,9 @@ class OuterArea {
   const std::string& tmp_dir() const { return tmp_dir_; }
   // Null unless Create was asked for one.
   const Workspace* workspace() const { return workspace_ ? &*workspace_ : nullptr; }
+  // Hands the workspace to a caller that keeps it across runs (a session executor); the
+  // destructor still removes it with the rest of the area.
+  Workspace ReleaseWorkspace() { return std::move(*workspace_); }
 
  private:
   OuterArea() = default;

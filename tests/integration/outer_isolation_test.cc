@@ -10,6 +10,7 @@
 #include <string>
 
 #include "sandbox/userns.h"
+#include "src/executor/executors.h"
 #include "src/executor/session_pool.h"
 #include "tests/integration/sandbox_fixture.h"
 
@@ -228,6 +229,32 @@ TEST(OuterIsolation, ThePoolRefusesIt) {
   auto pool = executor::SessionPool::Create(options);
   ASSERT_FALSE(pool);
   EXPECT_TRUE(Contains(pool.error().message, "isolation")) << pool.error().message;
+}
+
+// A cold Python session: the driver and the Python stack from the container's (here the host's)
+// own root, state kept across blocks, uid 1000, nothing left in /tmp after the executor.
+TEST(OuterIsolation, ASessionKeepsStateAndEndsClean) {
+  const size_t before = EntriesWithPrefix("/tmp", "sbx-outer-").size();
+  {
+    executor::ExecutorOptions options;
+    options.policy = OuterPolicy();
+    options.policy.limits.timeout_seconds = 30 * WallClockScale();
+    options.outer_session_driver = std::string(SBX_SOURCE_TREE) + "/rootfs/session_driver.py";
+    auto session = executor::SessionExecutor::Create(options);
+    ASSERT_TRUE(session) << session.error().ToString();
+    auto first = (*session)->Execute({{"python", "import os, numpy\nx = 41\nopen('notes.txt', 'w').write('hi')"}});
+    ASSERT_TRUE(first) << first.error().ToString();
+    EXPECT_EQ(first->exit_code, 0) << first->output;
+    auto second = (*session)->Execute({{"python", "print(os.getuid(), open('notes.txt').read())\nx + 1"}});
+    ASSERT_TRUE(second) << second.error().ToString();
+    EXPECT_EQ(second->exit_code, 0) << second->output;
+    EXPECT_EQ(second->stdout_text, "1000 hi\n");
+    ASSERT_TRUE(second->value.has_value());
+    EXPECT_EQ(*second->value, "42");
+    // The executor's area (the workspace) and the running driver's (its TMPDIR).
+    EXPECT_EQ(EntriesWithPrefix("/tmp", "sbx-outer-").size(), before + 2);
+  }
+  EXPECT_EQ(EntriesWithPrefix("/tmp", "sbx-outer-").size(), before);
 }
 
 HostRun Sbx(std::vector<std::string> args) {
