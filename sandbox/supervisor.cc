@@ -74,8 +74,9 @@ void ReadReports(int fd, SupervisionOutcome& outcome, bool& open) {
 // second net for both.
 void StopSandbox(const SupervisedChild& child, const std::function<void()>& kill_all) {
   if (child.init_kills_tree) {
+    // MSG_NOSIGNAL: an init that has exited already must not raise SIGPIPE in a library user.
     const char stop = 'k';
-    (void)!::write(child.sync_fd, &stop, 1);
+    (void)!::send(child.sync_fd, &stop, 1, MSG_NOSIGNAL);
     kill_all();
   } else {
     kill_all();

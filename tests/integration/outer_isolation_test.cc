@@ -3,13 +3,16 @@
 // and it still runs as uid 1000 without capabilities, under seccomp and rlimits, in a tree that
 // ends with the run.
 #include <signal.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
 #include "sandbox/userns.h"
+#include "sandbox/workspace.h"
 #include "src/executor/executors.h"
 #include "src/executor/session_pool.h"
 #include "tests/integration/sandbox_fixture.h"
@@ -295,6 +298,42 @@ TEST(OuterIsolationCli, ThePolicyFieldIsStrict) {
       EXPECT_EQ(run.exit_code, 125) << text;
       EXPECT_TRUE(Contains(run.output, expected)) << text << ": " << run.output;
     }
+  }
+}
+
+// sbx SIGKILLed mid-run: the init sees the sync socket hang up and kills the tree, daemon included.
+TEST(OuterIsolationCli, TheTreeDiesWithTheRunner) {
+  OuterWorkspace workspace;
+  const std::vector<std::string> areas_before = EntriesWithPrefix("/tmp", "sbx-outer-");
+  const pid_t runner = ::fork();
+  if (runner == 0) {
+    ::execl(SBX_BINARY, SBX_BINARY, "run", "--isolation", "outer", "--network", "host", "--workspace",
+            workspace.path().c_str(), "--", "/bin/sh", "-c",
+            "trap '' TERM; setsid sh -c 'sleep 30 & echo $! > daemon.pid'; sleep 30", nullptr);
+    ::_exit(127);
+  }
+  ASSERT_GT(runner, 0);
+  std::string daemon;
+  for (int i = 0; i < 500 && !AliveAs(daemon, "sleep"); ++i) {
+    ::usleep(10000);
+    daemon = Trimmed(workspace.Read("daemon.pid"));
+  }
+  const bool started = AliveAs(daemon, "sleep");  // the control: it ran, detached
+  ::kill(runner, SIGKILL);  // our unreaped child: its pid cannot have been reused
+  int status = 0;
+  ::waitpid(runner, &status, 0);
+  bool alive = started;
+  for (int i = 0; i < 200 && alive; ++i) {
+    ::usleep(10000);
+    alive = AliveAs(daemon, "sleep");
+  }
+  KillIfAlive(daemon, "sleep");
+  EXPECT_TRUE(started) << "daemon " << daemon;
+  EXPECT_FALSE(alive) << "daemon " << daemon << " outlived the runner";
+  // The killed runner could not remove its private area: the one that appeared meanwhile.
+  for (const std::string& area : EntriesWithPrefix("/tmp", "sbx-outer-")) {
+    if (std::find(areas_before.begin(), areas_before.end(), area) == areas_before.end())
+      (void)RemoveTree(area);
   }
 }
 
