@@ -51,8 +51,8 @@
 //   O1. As 1, plus: network must be host (ValidatePolicy); sbx runs as root (CAP_SETUID,
 //       CAP_SETGID, CAP_SETPCAP, CAP_KILL) and not as uid 1000; the kernel lists children in
 //       /proc. No image is opened, no id maps computed.
-//   2, 3 as above; then O3. the run's private area /tmp/sbx-outer-XXXXXX, owned by uid 1000:
-//       the program's TMPDIR, and its workspace when the run was given none.
+//   2, 3 as above; then O3. the run's private area /tmp/sbx-outer-<pid>-XXXXXX, owned by
+//       uid 1000: the program's TMPDIR, and its workspace when the run was given none.
 //   O4. clone3 without namespace flags (PIDFD[|INTO_CGROUP]).
 //   O5. "ids mapped" (no maps to write), v1 cgroup placement, "cgroup placed".
 //  Child (the init: uid 0, the container's own namespaces)

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -57,12 +58,16 @@ Result<void> CheckOuterRunner() {
 
 Result<OuterArea> OuterArea::Create(bool with_workspace) {
   OuterArea area;
-  char templ[] = "/tmp/sbx-outer-XXXXXX";
-  if (::mkdtemp(templ) == nullptr)
-    return SysError(ErrorCode::kSetupFailed,
-                    "mkdtemp(/tmp/sbx-outer-XXXXXX): the container needs a writable /tmp");
+  RemoveStaleRunDirectories("/tmp", "sbx-outer-");  // of runners killed before their cleanup
+  std::string templ = "/tmp/sbx-outer-" + std::to_string(::getpid()) + "-XXXXXX";
+  if (::mkdtemp(templ.data()) == nullptr)
+    return SysError(ErrorCode::kSetupFailed, "mkdtemp(" + templ + "): the container needs a writable /tmp");
   area.path_ = templ;
-  if (::chown(templ, kSandboxId, kSandboxId) != 0)
+  // Held for the run: the sweep above, in other runners, leaves a locked area alone.
+  area.lock_.reset(::open(templ.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!area.lock_ || ::flock(area.lock_.get(), LOCK_EX | LOCK_NB) != 0)
+    return SysError(ErrorCode::kSetupFailed, "flock(" + templ + ")");
+  if (::chown(templ.c_str(), kSandboxId, kSandboxId) != 0)
     return SysError(ErrorCode::kSetupFailed, "chown(" + area.path_ + ", 1000)");
   area.tmp_dir_ = area.path_ + "/tmp";
   SBX_TRY(MakeOwnedDirectory(area.tmp_dir_));
@@ -81,6 +86,7 @@ Result<OuterArea> OuterArea::Create(bool with_workspace) {
 OuterArea::OuterArea(OuterArea&& other) noexcept
     : path_(std::move(other.path_)),
       tmp_dir_(std::move(other.tmp_dir_)),
+      lock_(std::move(other.lock_)),
       workspace_(std::move(other.workspace_)) {
   other.path_.clear();
 }

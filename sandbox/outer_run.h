@@ -23,7 +23,8 @@ namespace sbx {
 // field (isolation) and the fix.
 Result<void> CheckOuterRunner();
 
-// A fresh /tmp/sbx-outer-XXXXXX, 0700 and owned by uid/gid 1000, with tmp/ in it (the program's
+// A fresh /tmp/sbx-outer-<pid>-XXXXXX (first removing those of runners that are gone), 0700
+// and owned by uid/gid 1000, with tmp/ in it (the program's
 // TMPDIR) and, when asked, workspace/ (the run's workspace when none was given). The destructor
 // removes the whole tree, never following a symlink the program left there.
 class OuterArea {
@@ -44,6 +45,7 @@ class OuterArea {
   OuterArea() = default;
   std::string path_;
   std::string tmp_dir_;
+  UniqueFd lock_;  // flock held while the area is in use
   std::optional<Workspace> workspace_;
 };
 
