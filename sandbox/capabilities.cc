@@ -33,4 +33,11 @@ int ClearCapabilitiesInChild(const CapabilityPlan&) {
   return ::syscall(SYS_capset, &header, data) == 0 ? 0 : errno;
 }
 
+int KeepOnlyKillCapabilityInChild() {
+  struct __user_cap_header_struct header {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  data[0].effective = data[0].permitted = 1u << CAP_KILL;
+  return ::syscall(SYS_capset, &header, data) == 0 ? 0 : errno;
+}
+
 }  // namespace sbx

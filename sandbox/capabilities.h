@@ -22,5 +22,9 @@ Result<CapabilityPlan> PrepareCapabilitiesInParent();
 // Async-signal-safe; return 0 or an errno.
 int DropBoundingAndAmbientInChild(const CapabilityPlan& plan);
 int ClearCapabilitiesInChild(const CapabilityPlan& plan);
+// The init of an outer-isolation run (uid 0, no user namespace): CAP_KILL alone in the
+// effective and permitted sets, so it can kill the program's tree (uid 1000) and nothing else.
+// Call after DropBoundingAndAmbientInChild.
+int KeepOnlyKillCapabilityInChild();
 
 }  // namespace sbx

@@ -2,6 +2,7 @@
 // the program and becomes the sandbox's init.
 #include "sandbox/child_main.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <linux/close_range.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 
 #include "sandbox/init.h"
 #include "sandbox/network.h"
+#include "sandbox/process_tree.h"
 #include "sandbox/userns.h"
 
 namespace sbx {
@@ -79,7 +81,8 @@ int CloseAllExcept(int keep_a, int keep_b) {
   } else if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     FailSetup(plan.sync_fd, ChildStep::kNoNewPrivs, errno);
   }
-  if (::chdir("/workspace") != 0) FailSetup(plan.sync_fd, ChildStep::kChdirWorkspace, errno);
+  const int entered = plan.outer ? ::fchdir(plan.workspace_fd) : ::chdir("/workspace");
+  if (entered != 0) FailSetup(plan.sync_fd, ChildStep::kChdirWorkspace, errno);
   // Mark instead of close so the sync socket stays usable until execve succeeds.
   if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
     FailSetup(plan.sync_fd, ChildStep::kCloseFds, errno);
@@ -139,6 +142,55 @@ void ChildPlan::Seal() {
   argv.push_back(nullptr);
   for (auto& entry : env_storage) envp.push_back(entry.data());
   envp.push_back(nullptr);
+}
+
+namespace {
+
+// A failure once the program runs: without a pid namespace, the init's exit would leave the
+// program's tree running, so it kills and reaps it first.
+[[noreturn]] void FailOuterInit(int sync_fd, ChildStep step, int err) {
+  SendChildReport(sync_fd, ReportKind::kSetupFailed, step, err);
+  int status = 0;
+  bool ended = false;
+  KillDescendantsAndReap(-1, &status, &ended);
+  ::_exit(125);
+}
+
+}  // namespace
+
+void OuterChildMain(const ChildPlan& plan) {
+  const int sync_fd = plan.sync_fd;
+  // O6. No parent-death signal: a SIGKILLed init would orphan the program's tree. The runner's
+  //     death shows as the sync socket's hang-up instead, on which the init kills the tree.
+  ::close(plan.parent_sync_fd);
+  if (!WaitForParent(sync_fd)) ::_exit(125);
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
+  // The program shares this process's pid namespace: /proc/<init>/cmdline is readable to it.
+  HideRunnerStringsInChild(plan.runner_strings);
+  // O7. Orphans of the program (double-forked daemons) become the init's children.
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kInitSignals, errno);
+  // O8. v1: the parent moved this process into the run's cgroups meanwhile.
+  if (!WaitForParent(sync_fd)) ::_exit(125);
+  // O9. 13-19 as in a namespaced run.
+  int signal_fd = BlockInitSignals();
+  if (signal_fd < 0) FailSetup(sync_fd, ChildStep::kInitSignals, -signal_fd);
+  const pid_t program = SpawnProgram(plan);
+  if (program < 0) FailSetup(sync_fd, ChildStep::kSpawnProgram, -program);
+  // O20. Still uid 0 (the program, uid 1000, cannot signal or trace it) with CAP_KILL alone, not
+  // dumpable, no_new_privs, its two descriptors. The OOM killer spares it where the container
+  // allows lowering the score (CAP_SYS_RESOURCE): its death would orphan the tree.
+  int score = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (score >= 0) {
+    (void)!::write(score, "-1000", 5);
+    ::close(score);
+  }
+  if (int err = DropBoundingAndAmbientInChild(plan.capabilities))
+    FailOuterInit(sync_fd, ChildStep::kDropCapabilities, err);
+  if (int err = KeepOnlyKillCapabilityInChild()) FailOuterInit(sync_fd, ChildStep::kDropCapabilities, err);
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailOuterInit(sync_fd, ChildStep::kNoNewPrivs, errno);
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailOuterInit(sync_fd, ChildStep::kSetIds, errno);
+  if (int err = CloseAllExcept(sync_fd, signal_fd)) FailOuterInit(sync_fd, ChildStep::kCloseFds, err);
+  RunOuterInitInChild(sync_fd, program, signal_fd);
 }
 
 void SandboxChildMain(const ChildPlan& plan) {

@@ -30,6 +30,11 @@ struct ChildPlan {
   // RunSpec::zygote_keeps_namespace_capabilities: the program keeps root and its capabilities
   // inside the user namespace and gets no seccomp filter (no_new_privs still holds).
   bool keep_namespace_capabilities = false;
+  // Isolation::kOuter: no namespaces and no mounts (`mounts` unused); the program enters the
+  // workspace through this O_PATH fd (fchdir) and the init stays uid 0 with CAP_KILL alone to
+  // kill the program's tree (RunOuterInitInChild). -1: a namespaced run (chdir /workspace).
+  bool outer = false;
+  int workspace_fd = -1;
   MountPlan mounts;
   RlimitPlan rlimits;
   CapabilityPlan capabilities;
@@ -49,5 +54,7 @@ struct ChildPlan {
 // Entry point of the cloned child. Never returns: it becomes the sandbox's init, and its
 // fork becomes the program.
 [[noreturn]] void SandboxChildMain(const ChildPlan& plan);
+// The same for an outer-isolation run (plan.outer): steps O6-O8 and 13-20 of launcher.h.
+[[noreturn]] void OuterChildMain(const ChildPlan& plan);
 
 }  // namespace sbx

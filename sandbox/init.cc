@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "sandbox/child_report.h"
+#include "sandbox/process_tree.h"
 
 namespace sbx {
 namespace {
@@ -89,6 +90,37 @@ void RunInitInChild(int sync_fd, pid_t program_pid, int signal_fd, uint32_t repo
     pid_t pid;
     while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
       if (pid == program_pid) KillEveryoneAndExit(sync_fd, true, status, report_flags);
+    }
+  }
+}
+
+void RunOuterInitInChild(int sync_fd, pid_t program_pid, int signal_fd) {
+  struct pollfd fds[2] = {{signal_fd, POLLIN, 0}, {sync_fd, POLLIN, 0}};
+  int program_status = 0;
+  bool program_ended = false;
+  for (;;) {
+    const int ready = ::poll(fds, 2, -1);
+    if ((ready < 0 && errno != EINTR) || (ready > 0 && fds[1].revents != 0)) {
+      KillDescendantsAndReap(program_pid, &program_status, &program_ended);
+      ::_exit(0);
+    }
+    if (ready <= 0 || fds[0].revents == 0) continue;
+    struct signalfd_siginfo info;
+    while (::read(signal_fd, &info, sizeof(info)) == sizeof(info)) {
+      if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT || info.ssi_signo == SIGHUP) {
+        SignalDescendants(SIGCONT);
+        SignalDescendants(SIGTERM);
+      }
+    }
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      if (pid != program_pid) continue;  // an orphan that reparented here
+      program_status = status;
+      program_ended = true;
+      KillDescendantsAndReap(program_pid, &program_status, &program_ended);
+      ReportProgramEnded(sync_fd, program_status, 0);
+      ::_exit(0);
     }
   }
 }

@@ -22,6 +22,7 @@
 #include "sandbox/environment.h"
 #include "sandbox/image_check.h"
 #include "sandbox/network_run.h"
+#include "sandbox/outer_run.h"
 #include "sandbox/output_forwarder.h"
 #include "sandbox/reap_later.h"
 #include "sandbox/supervisor.h"
@@ -199,6 +200,20 @@ Result<void> PlanTheSandbox(const RunSpec& spec, const OpenImage& image, const W
   return Ok{};
 }
 
+// Step 2 of an outer run: no mounts, no network setup; the program enters `workspace` by fd.
+void PlanOuterRun(const RunSpec& spec, const Workspace& workspace, const OuterArea& area,
+                  const CgroupEnforcement& enforced, ChildPlan& plan) {
+  plan.outer = true;
+  plan.workspace_fd = workspace.fd.get();
+  plan.root_mode = true;  // sbx is root: setgroups(0) sheds its groups
+  plan.set_up_loopback = false;
+  plan.rlimits = PlanRlimits(spec.policy.limits, enforced.memory, enforced.pids);
+  plan.env_storage = OuterEnvironment(spec.policy.env, workspace.path, area.tmp_dir());
+  plan.argv_storage = spec.argv;
+  plan.exec_candidates = ExecCandidates(spec.argv[0], plan.env_storage);
+  plan.Seal();
+}
+
 // 22. The typed result's output, usage and status from what supervision saw.
 void FillResult(const RunSpec& spec, const SupervisionOutcome& outcome, const OutputCapture& out,
                 const OutputCapture& err, const CgroupUsage& usage, RunResult& result) {
@@ -264,10 +279,23 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   // 1. Validate everything before creating anything.
   SBX_TRY(ValidatePolicy(policy));
   SBX_TRY(ValidateArgv(spec.argv));
-  auto image = OpenVerifiedImage(spec.image_dir);
-  if (!image) return image.error();
-  auto mapping = ComputeIdMapping(::geteuid(), ::getegid());
-  if (!mapping) return mapping.error();
+  // Outer: the container runtime isolates; no image, no id maps (launcher.h, O1).
+  const bool outer = policy.isolation == Isolation::kOuter;
+  if (outer) {
+    if (spec.zygote_keeps_namespace_capabilities)
+      return InvalidInput("zygote: needs isolation \"namespaces\"");
+    SBX_TRY(CheckOuterRunner());
+  }
+  std::optional<OpenImage> image;
+  std::optional<IdMapping> mapping;
+  if (!outer) {
+    auto opened = OpenVerifiedImage(spec.image_dir);
+    if (!opened) return opened.error();
+    image = std::move(*opened);
+    auto computed = ComputeIdMapping(::geteuid(), ::getegid());
+    if (!computed) return computed.error();
+    mapping = *computed;
+  }
   std::optional<Workspace> workspace;
   if (spec.held_workspace != nullptr) {
     if (spec.held_workspace->fd.get() < 0) return InvalidInput("held_workspace: not open");
@@ -296,13 +324,21 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   // A held workspace is the caller's; without any, /workspace is a tmpfs inside the sandbox
   // (nothing to create on the host's disk, nothing to remove, nothing to copy back).
   const Workspace* run_workspace = spec.held_workspace ? spec.held_workspace : workspace ? &*workspace : nullptr;
+  // O3. Outer: the private area (TMPDIR; the workspace when none was given) on the host.
+  std::optional<OuterArea> area;
+  if (outer) {
+    auto created_area = OuterArea::Create(run_workspace == nullptr);
+    if (!created_area) return created_area.error();
+    area.emplace(std::move(*created_area));
+    if (run_workspace == nullptr) run_workspace = area->workspace();
+  }
 
   // 3. Network allowlist: the audit log and sbx-netd, ready before the child exists.
   std::unique_ptr<AllowlistRun> allowlist;
   if (policy.network == NetworkMode::kAllowlist) {
     auto started = AllowlistRun::Start(policy.network_allowlist,
                                        {spec.network_helper_binary, spec.network_log_path,
-                                        result.run_id, image->fd.get()});
+                                        result.run_id, image ? image->fd.get() : -1});
     if (!started) return started.error();
     allowlist = std::move(*started);
   }
@@ -318,25 +354,34 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   plan.stdin_fd = channels->stdin_fd;
   plan.stdout_fd = out_pipe.write.get();
   plan.stderr_fd = err_pipe.write.get();
-  plan.root_mode = mapping->root_mode;
   plan.capabilities = *capabilities;
   plan.seccomp = *seccomp;
-  SBX_TRY(PlanTheSandbox(spec, *image, run_workspace, allowlist.get(), enforced, plan));
+  if (outer) {
+    PlanOuterRun(spec, *run_workspace, *area, enforced, plan);
+  } else {
+    plan.root_mode = mapping->root_mode;
+    SBX_TRY(PlanTheSandbox(spec, *image, run_workspace, allowlist.get(), enforced, plan));
+  }
 
-  // 4. The namespaces.
+  // 4. The namespaces (outer: none, O4).
   uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
   if (policy.network != NetworkMode::kHost) flags |= CLONE_NEWNET;
+  if (outer) flags = 0;
   int pidfd_raw = -1;
   pid_t pid = CloneSandbox(flags, cgroup ? cgroup->CloneIntoFd() : -1, &pidfd_raw);
   if (pid < 0) {
     const int err = errno;
+    if (outer) return SysError(ErrorCode::kSetupFailed, "clone3 (isolation \"outer\")", err);
     Error error = SysError(ErrorCode::kSetupFailed,
                            "clone3(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|...)", err);
     std::string hint = NamespaceDeniedHint(err);
     error.message += ": " + (hint.empty() ? std::string("see `sbx doctor`") : hint);
     return error;
   }
-  if (pid == 0) SandboxChildMain(plan);
+  if (pid == 0) {
+    if (outer) OuterChildMain(plan);
+    SandboxChildMain(plan);
+  }
   UniqueFd pidfd(pidfd_raw);
   sync_child.reset();
   if (allowlist) allowlist->ChildStarted();
@@ -350,7 +395,10 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
     return error;
   };
   auto tell_child = [&](char message) { return ::write(sync_parent.get(), &message, 1) == 1; };
-  if (auto maps = WriteIdMapsInParent(pid, *mapping); !maps) return abort_child(maps.error().Context("user namespace"));
+  if (mapping) {
+    if (auto maps = WriteIdMapsInParent(pid, *mapping); !maps)
+      return abort_child(maps.error().Context("user namespace"));
+  }
   if (!tell_child('i')) return abort_child(SysError(ErrorCode::kSetupFailed, "sync write"));
   if (cgroup && cgroup->CloneIntoFd() < 0) {
     if (auto added = cgroup->AddProcessInParent(pid); !added) return abort_child(added.error().Context("cgroup"));
@@ -374,7 +422,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   OutputCapture out(policy.limits.output_bytes, forward_out ? &*forward_out : nullptr);
   OutputCapture err(policy.limits.output_bytes, forward_err ? &*forward_err : nullptr);
   SupervisedChild child{pid, pidfd.get(), sync_parent.get(), out_pipe.read.get(), err_pipe.read.get(),
-                        spec.cancel_fd, allowlist ? allowlist->helper_fd() : -1};
+                        spec.cancel_fd, allowlist ? allowlist->helper_fd() : -1, outer};
   auto kill_all = [&cgroup] {
     if (cgroup) cgroup->KillAll();
   };
@@ -398,7 +446,9 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   if (allowlist) allowlist->Finish(&result.network);
 
   FillResult(spec, outcome, out, err, usage, result);
-  result.enforcement = DescribeEnforcement(policy, plan, enforced, outcome);
+  result.enforcement = outer ? DescribeOuterEnforcement(enforced, CgroupMechanism(enforced.version),
+                                                      plan.seccomp != nullptr)
+                             : DescribeEnforcement(policy, plan, enforced, outcome);
   return result;
 }
 

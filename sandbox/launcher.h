@@ -1,7 +1,8 @@
 // RunSandboxed(): the one entry point that runs a command in a fresh sandbox.
 //
 // The order, written once (launcher.cc follows it with the same numbers; child_main.cc and
-// mounts.cc hold steps 6-20, and ChildStep lists their failures in this order: LaunchStepOf):
+// mounts.cc hold steps 6-20, and ChildStep lists their failures in this order: LaunchStepOf;
+// the outer variant's steps follow, as O-numbers):
 //  Parent
 //   1. Validate the policy and the command; verify the image; open image and workspace as
 //      O_PATH fds (without a workspace, step 8 mounts a tmpfs there).
@@ -43,6 +44,31 @@
 //      a cgroup, reap the init, read its usage and remove it; without one, a thread reaps the
 //      init while the kernel tears its namespaces down, and the usage is the init's report.
 //      Build the typed result.
+//
+// Isolation "outer" (policy.isolation; outer_run.h): the container runtime isolates (gVisor,
+// Kata), so there are no namespaces, mounts or image; the same numbers where a step is shared:
+//  Parent
+//   O1. As 1, plus: network must be host (ValidatePolicy); sbx runs as root (CAP_SETUID,
+//       CAP_SETGID, CAP_SETPCAP, CAP_KILL) and not as uid 1000; the kernel lists children in
+//       /proc. No image is opened, no id maps computed.
+//   2, 3 as above; then O3. the run's private area /tmp/sbx-outer-<pid>-XXXXXX, owned by
+//       uid 1000: the program's TMPDIR, and its workspace when the run was given none.
+//   O4. clone3 without namespace flags (PIDFD[|INTO_CGROUP]).
+//   O5. "ids mapped" (no maps to write), v1 cgroup placement, "cgroup placed".
+//  Child (the init: uid 0, the container's own namespaces)
+//   O6. No parent-death signal (a killed init would orphan the tree; the sync socket's hang-up
+//       tells it instead); wait for "ids mapped"; not dumpable; the runner's strings hidden.
+//   O7. PR_SET_CHILD_SUBREAPER: orphans of the program become its children.
+//   O8. Wait for "cgroup placed".
+//   O9. 13-19 as above (the program: setsid, stdio, rlimits, setgroups(0) and uid/gid 1000, no
+//       capabilities, no_new_privs, fchdir to the workspace's fd, fds CLOEXEC, seccomp, execve).
+//  O20. The init lowers its OOM score where it may, keeps uid 0 with CAP_KILL alone, not
+//       dumpable, no_new_privs, its two fds; at the program's end, or on the parent's stop byte
+//       or hang-up, it SIGKILLs every descendant (walking /proc) and reaps until none is left.
+//  Parent
+//  O21. As 21, but the grace ends with the stop byte on the sync socket (and cgroup.kill), never
+//       a SIGKILL to the init before it has killed the tree.
+//  O22. As 22; the private area is removed.
 #pragma once
 
 #include <string>
@@ -59,8 +85,10 @@ namespace sbx {
 struct RunSpec {
   Policy policy;
   std::vector<std::string> argv;
-  std::string image_dir;       // the read-only lower layer
-  std::string workspace_dir;   // empty: /workspace is a tmpfs that ends with the run
+  std::string image_dir;       // the read-only lower layer (unused by isolation "outer")
+  // Empty: /workspace is a tmpfs that ends with the run (outer: a directory in the run's
+  // private area, removed with it). Outer runs need it writable by uid 1000.
+  std::string workspace_dir;
   // A workspace the caller opened (OpenWorkspace) or created (CreateTemporaryWorkspace) and
   // keeps across runs, such as a session's; wins over workspace_dir; never removed here.
   const Workspace* held_workspace = nullptr;

@@ -113,6 +113,12 @@ Result<void> ValidatePolicy(const Policy& policy) {
   if (policy.env.size() > LimitRanges::kMaxEnvEntries)
     return InvalidInput("env: more than 256 entries");
   for (const auto& [name, value] : policy.env) SBX_TRY(ValidateEnvEntry("env." + name, name, value));
+  if (policy.isolation == Isolation::kOuter && policy.network != NetworkMode::kHost) {
+    return InvalidInput(std::string("isolation: \"outer\" has no network namespace of its own, so ") +
+                        "network \"" + NetworkModeName(policy.network) +
+                        "\" cannot be enforced; the container runtime's network policy applies: set "
+                        "\"network\": \"host\" (--network host)");
+  }
   if (policy.network == NetworkMode::kAllowlist) {
     SBX_TRY(ValidateNetworkAllowlist(policy.network_allowlist));
     SBX_TRY(CheckProxyEnvConflicts(policy.network_allowlist.proxy_env, policy.env));
@@ -189,6 +195,18 @@ const char* NetworkModeName(NetworkMode mode) {
     case NetworkMode::kAllowlist: return "allowlist";
   }
   return "?";
+}
+
+const char* IsolationName(Isolation isolation) {
+  return isolation == Isolation::kOuter ? "outer" : "namespaces";
+}
+
+Result<Isolation> ParseIsolation(const std::string& name, const std::string& field) {
+  if (name == "namespaces") return Isolation::kNamespaces;
+  if (name == "outer") return Isolation::kOuter;
+  return InvalidInput(field + ": \"" + name +
+                      "\" is not an isolation mode; use \"namespaces\" (the default) or \"outer\" "
+                      "(only where the container runtime isolates, such as gVisor or Kata)");
 }
 
 }  // namespace sbx

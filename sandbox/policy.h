@@ -22,6 +22,18 @@ enum class NetworkMode {
   kAllowlist,  // a fresh network namespace; sbx-netd lets through what network_allowlist allows
 };
 
+// Who isolates the program. Never chosen automatically: only a policy (or --isolation) says
+// "outer".
+enum class Isolation {
+  kNamespaces,  // sbx's own: user, mount, pid, net, ipc, uts namespaces and an overlay root
+  // The container runtime isolates (gVisor, Kata): no namespaces, no mounts; the program sees
+  // the container's own root file system and network (so network must be kHost) and runs as
+  // uid/gid 1000 with the rlimits, cgroup, seccomp filter, capability drop and no_new_privs of
+  // any run; its whole process tree is killed at the end by the run's init, a subreaper.
+  // Needs sbx to run as root (CAP_SETUID, CAP_SETGID, CAP_SETPCAP and CAP_KILL).
+  kOuter,
+};
+
 // Layers a policy may accept losing (allow_degraded). Anything else is always required.
 enum class Layer {
   kCgroup,   // resource limits through cgroups; without it rlimits stand in where they can
@@ -41,6 +53,7 @@ struct Limits {
 };
 
 struct Policy {
+  Isolation isolation = Isolation::kNamespaces;
   NetworkMode network = NetworkMode::kNone;
   NetworkAllowlist network_allowlist;  // used only when network is kAllowlist
   Limits limits;
@@ -108,6 +121,9 @@ Result<void> ValidateEnvEntry(const std::string& field, const std::string& name,
 const char* LayerName(Layer layer);
 Result<Layer> ParseLayer(const std::string& name);
 const char* NetworkModeName(NetworkMode mode);
+const char* IsolationName(Isolation isolation);
+// "namespaces" or "outer"; anything else is an error that starts with `field`.
+Result<Isolation> ParseIsolation(const std::string& name, const std::string& field);
 
 // Reads a strict JSON policy. Unknown keys, duplicate keys, wrong types, out-of-range values,
 // comments, a BOM, more than 1 MiB or nesting deeper than 16 are errors naming the JSON path.

@@ -52,9 +52,16 @@ Result<void> ReadLimits(const json& limits, Limits& out) {
 
 Result<void> ReadPolicy(const json& root, Policy& policy) {
   if (!root.is_object()) return FieldError("(top level)", "an object", root);
-  SBX_TRY(CheckKeys("", root, {"network", "limits", "env", "allow_degraded", "description"}));
+  SBX_TRY(CheckKeys("", root, {"isolation", "network", "limits", "env", "allow_degraded", "description"}));
   if (root.contains("description") && !root["description"].is_string())
     return FieldError("description", "a string", root["description"]);
+  if (root.contains("isolation")) {
+    const json& isolation = root["isolation"];
+    if (!isolation.is_string()) return FieldError("isolation", "\"namespaces\" or \"outer\"", isolation);
+    auto parsed = ParseIsolation(isolation.get<std::string>(), "isolation");
+    if (!parsed) return parsed.error();
+    policy.isolation = *parsed;
+  }
   if (root.contains("network")) SBX_TRY(policy_json::ReadNetworkField(root["network"], policy));
   if (root.contains("limits")) SBX_TRY(ReadLimits(root["limits"], policy.limits));
   if (root.contains("env")) {

@@ -69,6 +69,21 @@ void ReadReports(int fd, SupervisionOutcome& outcome, bool& open) {
   }
 }
 
+// Ends the sandbox. A namespaced init by SIGKILL: its death ends the pid namespace. An outer
+// init by its stop byte: it kills and reaps the tree, then exits. The cgroup's kill (v2) is a
+// second net for both.
+void StopSandbox(const SupervisedChild& child, const std::function<void()>& kill_all) {
+  if (child.init_kills_tree) {
+    // MSG_NOSIGNAL: an init that has exited already must not raise SIGPIPE in a library user.
+    const char stop = 'k';
+    (void)!::send(child.sync_fd, &stop, 1, MSG_NOSIGNAL);
+    kill_all();
+  } else {
+    kill_all();
+    SignalThroughPidfd(child.pidfd, SIGKILL);
+  }
+}
+
 }  // namespace
 
 void ReapInit(const SupervisedChild& child, SupervisionOutcome& outcome) {
@@ -149,23 +164,20 @@ SupervisionOutcome Supervise(const SupervisedChild& child, OutputCapture& out, O
     if (helper_index >= 0 && fds[helper_index].revents != 0 && !killed) {
       // No grace: without its helper the run's network policy is not enforced any more.
       outcome.helper_died = true;
-      kill_all();
-      SignalThroughPidfd(child.pidfd, SIGKILL);
+      StopSandbox(child, kill_all);
       killed = true;
     } else if (kill_deadline == 0 && !killed && (now >= deadline || cancel)) {
       (now >= deadline ? outcome.timed_out : outcome.cancelled) = true;
       SignalThroughPidfd(child.pidfd, SIGTERM);  // the init forwards SIGCONT + SIGTERM
       kill_deadline = now + static_cast<uint64_t>(std::max(0.0, grace_seconds) * 1e9);
     } else if (kill_deadline != 0 && !killed && now >= kill_deadline) {
-      kill_all();
-      SignalThroughPidfd(child.pidfd, SIGKILL);  // pid 1 dying ends the whole namespace
+      StopSandbox(child, kill_all);
       killed = true;
     }
   }
   if (init_alive) {
     // Only a failing poll gets here: never leave a sandbox running unsupervised.
-    kill_all();
-    SignalThroughPidfd(child.pidfd, SIGKILL);
+    StopSandbox(child, kill_all);
     ReapInit(child, outcome);
     outcome.wall_ns = NowNs() - start;
   }

@@ -22,6 +22,9 @@ struct SupervisedChild {
   // The network helper's control socket (network allowlist): readable or hung up means the
   // helper died or misbehaved; the run is killed at once, without a grace (-1: none).
   int helper_fd = -1;
+  // Isolation::kOuter: the init is stopped by a byte on sync_fd, on which it kills and reaps the
+  // program's tree and exits; never SIGKILLed before that (it would orphan the tree).
+  bool init_kills_tree = false;
 };
 
 struct SupervisionOutcome {
@@ -42,7 +45,8 @@ struct SupervisionOutcome {
 };
 
 // Drains both pipes concurrently into the captures, collects reports, enforces the timeout
-// (SIGTERM to the init, then after `grace_seconds` SIGKILL to it and `kill_all()`), then drains
+// (SIGTERM to the init, then after `grace_seconds` SIGKILL to it, or the outer init's stop
+// byte, and `kill_all()`), then drains
 // the pipes to EOF. Returns when no sandboxed process but the init is left, and the init is
 // either reaped or exiting (`init_exiting`, SIGKILL sent): once the init reports the program's
 // end it has killed and reaped everything else, and what remains of its exit is the kernel's

@@ -155,15 +155,19 @@ bool ProcessAlive(pid_t pid) {
 
 constexpr time_t kStaleWorkspaceSeconds = 60;
 
-void RemoveStaleWorkspaces(const std::string& base) {
+}  // namespace
+
+void RemoveStaleRunDirectories(const std::string& base, const std::string& prefix) {
   DIR* dir = ::opendir(base.c_str());
   if (dir == nullptr) return;
   std::vector<std::string> stale;
+  const std::string pattern = prefix + "%lu-%15s";
   while (struct dirent* entry = ::readdir(dir)) {
-    // Names are ws-<pid>-XXXXXX; anything else is not ours to touch.
+    // Names are <prefix><pid>-XXXXXX; anything else is not ours to touch.
     unsigned long pid = 0;
     char rest[16];
-    if (std::sscanf(entry->d_name, "ws-%lu-%15s", &pid, rest) == 2 && std::strlen(rest) == 6 &&
+    if (std::strncmp(entry->d_name, prefix.c_str(), prefix.size()) == 0 &&
+        std::sscanf(entry->d_name, pattern.c_str(), &pid, rest) == 2 && std::strlen(rest) == 6 &&
         !ProcessAlive(static_cast<pid_t>(pid)))
       stale.emplace_back(entry->d_name);
   }
@@ -184,7 +188,6 @@ void RemoveStaleWorkspaces(const std::string& base) {
   }
 }
 
-}  // namespace
 
 Result<std::string> StateDirectory() {
   uid_t uid = ::geteuid();
@@ -251,7 +254,7 @@ Result<Workspace> OpenWorkspace(const std::string& path) {
 Result<Workspace> CreateTemporaryWorkspace(uid_t owner_uid, gid_t owner_gid) {
   auto base = StateDirectory();
   if (!base) return base.error();
-  RemoveStaleWorkspaces(*base);
+  RemoveStaleRunDirectories(*base, "ws-");
   std::string templ = *base + "/ws-" + std::to_string(::getpid()) + "-XXXXXX";
   if (::mkdtemp(templ.data()) == nullptr)
     return SysError(ErrorCode::kSetupFailed, "mkdtemp(" + templ + ")");

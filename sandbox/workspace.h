@@ -28,6 +28,11 @@ Result<Workspace> OpenWorkspace(const std::string& path);
 // (the sandbox user's host ids). Stale workspaces of dead runners are removed first.
 Result<Workspace> CreateTemporaryWorkspace(uid_t owner_uid, gid_t owner_gid);
 
+// Removes the entries <prefix><pid>-XXXXXX of `base` whose runner (pid) is gone, unless one is
+// locked (flock) or changed in the last minute (a runner in another pid namespace). Shared by
+// the temporary workspaces ("ws-") and the outer runs' private areas ("sbx-outer-").
+void RemoveStaleRunDirectories(const std::string& base, const std::string& prefix);
+
 // Removes a directory tree without following symlinks (fd-relative, never leaves `dir`).
 Result<void> RemoveTree(const std::string& path);
 

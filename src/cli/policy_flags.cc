@@ -84,6 +84,10 @@ Result<void> ApplyPolicyFlag(const std::string& flag, const std::string& value, 
     }
   } else if (flag == "--network") {
     SBX_TRY(ApplyNetworkFlag(value, policy));
+  } else if (flag == "--isolation") {
+    auto isolation = ParseIsolation(value, flag);
+    if (!isolation) return isolation.error();
+    policy.isolation = *isolation;
   } else if (flag == "--allow") {
     SBX_TRY(ApplyAllowFlag(value, policy));
   } else if (flag == "--env") {

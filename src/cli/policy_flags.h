@@ -1,6 +1,6 @@
 // Flag parsing shared by `sbx run` and `sbx agent`, and the policy flags they share: --timeout,
-// --memory, --pids, --cpus, --network, --allow HOST[:PORTS], --env KEY=VALUE, --allow-degraded,
-// each applied on top of the loaded policy.
+// --memory, --pids, --cpus, --network, --isolation, --allow HOST[:PORTS], --env KEY=VALUE,
+// --allow-degraded, each applied on top of the loaded policy.
 #pragma once
 
 #include <string>

@@ -50,7 +50,11 @@ void PrintRunUsage() {
                "               [--memory SIZE] [--pids N] [--cpus N] [--network none|host|allowlist]\n"
                "               [--allow HOST[:PORTS]]... [--network-log FILE] [--env KEY=VALUE]...\n"
                "               [--allow-degraded cgroup|seccomp]... [--cgroup auto|v2|v1|none]\n"
-               "               [--stdin FILE|-] [--json] -- COMMAND [ARG...]\n"
+               "               [--isolation namespaces|outer] [--stdin FILE|-] [--json] -- COMMAND [ARG...]\n"
+               "--isolation outer: only where the container runtime isolates (gVisor, Kata): no\n"
+               "  namespaces or image; the program runs on the container's root file system and network\n"
+               "  (needs --network host) as uid 1000, with the limits, seccomp and the workspace. Needs\n"
+               "  sbx as root. Never chosen automatically; see docs/containers.md.\n"
                "--network none (the default): a network namespace with only lo. host: the host's\n"
                "  network. allowlist: only what --allow and the policy's network.allow name, enforced\n"
                "  by sbx-netd outside the sandbox, its DNS queries and connections in an audit log\n"
@@ -105,9 +109,16 @@ int RunRunCommand(int argc, char** argv) {
   if (spec.policy.network == NetworkMode::kHost)
     std::fprintf(stderr, "sbx: warning: --network host: the sandbox shares this host's network\n");
 
-  auto image_dir = ResolveImageDir(flags.image);
-  if (!image_dir) return Refuse(flags.json, image_dir.error().Context("--image").ToString());
-  spec.image_dir = *image_dir;
+  if (spec.policy.isolation == Isolation::kOuter) {
+    // The program sees the container's own root file system: there is no image to resolve.
+    if (!flags.image.empty())
+      return Refuse(flags.json, "--image: isolation \"outer\" runs the container's own root file "
+                                "system, not an image; drop --image");
+  } else {
+    auto image_dir = ResolveImageDir(flags.image);
+    if (!image_dir) return Refuse(flags.json, image_dir.error().Context("--image").ToString());
+    spec.image_dir = *image_dir;
+  }
   spec.workspace_dir = flags.workspace;
   if (!flags.network_log.empty() && spec.policy.network != NetworkMode::kAllowlist)
     return Refuse(flags.json, "--network-log: only an allowlist run keeps a network log (add --allow HOST or --network allowlist)");

@@ -116,11 +116,13 @@ Result<double> Seconds(const std::string& flag, const std::string& value) {
 Result<nlohmann::json> EnforcementReport(const Policy& policy, const std::string& image) {
   RunSpec spec;
   spec.policy = policy;
-  spec.policy.network = NetworkMode::kNone;  // the network is reported from the policy
   spec.argv = {"/bin/true"};
-  auto image_dir = ResolveImageDir(image);
-  if (!image_dir) return image_dir.error();
-  spec.image_dir = *image_dir;
+  if (policy.isolation == Isolation::kNamespaces) {
+    spec.policy.network = NetworkMode::kNone;  // the network is reported from the policy
+    auto image_dir = ResolveImageDir(image);
+    if (!image_dir) return image_dir.error();
+    spec.image_dir = *image_dir;
+  }
   auto ran = RunSandboxed(spec);
   if (!ran) return ran.error();
   if (ran->status != RunStatus::kExited || ran->exit_code != 0) {

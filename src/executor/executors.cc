@@ -82,6 +82,8 @@ Result<void> SessionExecutor::Prepare(bool local) {
   if (!options_.image_dir.empty() && !options_.image.empty()) {
     return InvalidInput("image: give image (a name) or image_dir (a directory), not both");
   }
+  const bool outer = options_.policy.isolation == Isolation::kOuter;
+  if (outer) return PrepareOuter();
   if (!options_.image.empty()) SBX_TRY(ValidateImageName(options_.image));
   auto image_dir = options_.image_dir.empty() ? ResolveImageDir(options_.image) : options_.image_dir;
   if (!image_dir) return image_dir.error();
@@ -108,6 +110,30 @@ Result<void> SessionExecutor::Prepare(bool local) {
   return {};
 }
 
+// Isolation "outer": no image; the workspace given, or one in a private area that uid 1000
+// reaches by its path too (the driver returns to it by name), owned by uid 1000.
+Result<void> SessionExecutor::PrepareOuter() {
+  if (local_) return InvalidInput("isolation: \"outer\" is a sandboxed run, not a LocalExecutor");
+  if (!options_.image_dir.empty() || !options_.image.empty()) {
+    return InvalidInput("image: isolation \"outer\" runs the container's own root file system, "
+                        "not an image; drop image and image_dir");
+  }
+  SBX_TRY(CheckOuterRunner());
+  if (!options_.workspace_dir.empty()) {
+    auto opened = OpenWorkspace(options_.workspace_dir);
+    if (!opened) return opened.error();
+    workspace_ = std::move(*opened);
+  } else {
+    auto area = OuterArea::Create(/*with_workspace=*/true);
+    if (!area) return area.error();
+    outer_area_.emplace(std::move(*area));
+    workspace_ = outer_area_->ReleaseWorkspace();
+  }
+  auto staged = StageManifestAt(workspace_.fd.get(), options_.manifest, FileOwner{kSandboxId, kSandboxId});
+  if (!staged) return staged.error().Context("manifest");
+  return {};
+}
+
 Result<std::unique_ptr<SessionExecutor>> SessionExecutor::Create(ExecutorOptions options) {
   std::unique_ptr<SessionExecutor> executor(new SessionExecutor(std::move(options)));
   SBX_TRY(executor->Prepare(/*local=*/false));
@@ -127,7 +153,10 @@ Result<std::unique_ptr<DriverProcess>> SessionExecutor::StartDriver() {
   RunSpec spec;
   spec.policy = options_.policy;
   spec.policy.limits.timeout_seconds = options_.session_max_seconds;
-  spec.argv = {"/usr/bin/python3", kSessionDriverPath, SecondsArg(options_.session_idle_seconds)};
+  const bool outer_driver = options_.policy.isolation == Isolation::kOuter &&
+                            !options_.outer_session_driver.empty();
+  spec.argv = {"/usr/bin/python3", outer_driver ? options_.outer_session_driver : kSessionDriverPath,
+               SecondsArg(options_.session_idle_seconds)};
   spec.image_dir = image_dir_;
   spec.held_workspace = &workspace_;
   spec.cgroup_options = options_.cgroup_options;

@@ -33,6 +33,7 @@
 #include "sandbox/policy.h"
 #include "sandbox/workspace.h"
 #include "sandbox/workspace_archive.h"
+#include "sandbox/outer_run.h"
 #include "src/executor/code_executor.h"
 #include "src/executor/python_session.h"
 
@@ -53,6 +54,9 @@ struct ExecutorOptions {
   // Network allowlist: each session's audit log goes to <dir>/network-<n>.jsonl. Empty: a new
   // directory /tmp/sbx-network-XXXXXX, kept afterwards (the logs are the run's record).
   std::string network_log_dir;
+  // Isolation "outer" (policy.isolation): there is no image, so the session driver is read from
+  // the container's own root file system, here ("": kSessionDriverPath).
+  std::string outer_session_driver;
 };
 
 class SessionExecutor : public CodeExecutor {
@@ -91,6 +95,7 @@ class SessionExecutor : public CodeExecutor {
  protected:
   explicit SessionExecutor(ExecutorOptions options);
   Result<void> Prepare(bool local);
+  Result<void> PrepareOuter();
   virtual Result<std::unique_ptr<DriverProcess>> StartDriver();
   Result<std::string> NetworkLogDir();
   // Closes and drops the session, keeping its network summary.
@@ -104,6 +109,8 @@ class SessionExecutor : public CodeExecutor {
   std::string NetworkModeLabel() const;
 
   ExecutorOptions options_;
+  // Isolation "outer" without a given workspace: the private area holding it (removed last).
+  std::optional<OuterArea> outer_area_;
   Workspace workspace_;
   std::string image_dir_;
   std::unique_ptr<PythonSession> session_;

@@ -241,6 +241,10 @@ Result<std::unique_ptr<DriverProcess>> PooledSessionExecutor::StartDriver() {
 
 Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
   SBX_TRY(ValidatePolicy(options.policy));
+  if (options.policy.isolation != Isolation::kNamespaces) {
+    return InvalidInput("isolation: the warm pool forks every session into fresh namespaces, which "
+                        "\"outer\" has none of; start outer sessions cold (--pool 0)");
+  }
   if (options.warm_sessions > 64) return InvalidInput("pool: warm_sessions must be at most 64");
   if (options.session_idle_seconds < 0) return InvalidInput("pool: session_idle_seconds must be >= 0");
   if (!(options.refill_deferral_seconds >= 0 && options.refill_deferral_seconds <= 60)) {

@@ -82,6 +82,11 @@ Result<void> CheckTightens(const Policy& server, const Policy& requested) {
   SBX_TRY(AtMost("limits.open_files", asked.open_files, mine.open_files));
   SBX_TRY(AtMost("limits.rootfs_size", asked.rootfs_size_bytes, mine.rootfs_size_bytes));
   SBX_TRY(AtMost("limits.tmp_size", asked.tmp_size_bytes, mine.tmp_size_bytes));
+  if (requested.isolation != server.isolation) {
+    return Error{ErrorCode::kInvalidInput, EPERM,
+                 std::string("policy.isolation: a session keeps the server's isolation (\"") +
+                     IsolationName(server.isolation) + "\"); drop isolation from the session's policy"};
+  }
   for (Layer layer : requested.allow_degraded) {
     if (!server.AllowsDegraded(layer)) {
       return Looser("allow_degraded", "a layer", "allow_degraded, which keeps it required");
@@ -113,6 +118,7 @@ Result<Policy> TightenPolicy(const Policy& server, const std::string& inline_jso
     policy.network = server.network;
     policy.network_allowlist = server.network_allowlist;
   }
+  if (!given.contains("isolation")) policy.isolation = server.isolation;
   if (!given.contains("allow_degraded")) policy.allow_degraded = server.allow_degraded;
   for (const auto& [name, value] : server.env) policy.env.emplace(name, value);
   SBX_TRY(CheckTightens(server, policy));

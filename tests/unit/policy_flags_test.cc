@@ -21,6 +21,18 @@ TEST(PolicyFlags, NetworkModes) {
   EXPECT_EQ(bad.error().message, "--network: use none, host or allowlist, not \"bridge\"");
 }
 
+TEST(PolicyFlags, Isolation) {
+  Policy policy;
+  ASSERT_TRUE(ApplyPolicyFlag("--isolation", "outer", policy));
+  EXPECT_EQ(policy.isolation, Isolation::kOuter);
+  ASSERT_TRUE(ApplyPolicyFlag("--isolation", "namespaces", policy));
+  EXPECT_EQ(policy.isolation, Isolation::kNamespaces);
+  auto bad = ApplyPolicyFlag("--isolation", "none", policy);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message.rfind("--isolation: \"none\" is not an isolation mode; use", 0), 0u)
+      << bad.error().message;
+}
+
 TEST(PolicyFlags, AllowAppendsRulesAndSwitchesToAllowlist) {
   Policy policy;
   ASSERT_TRUE(ApplyPolicyFlag("--allow", "pypi.org", policy));

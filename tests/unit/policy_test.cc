@@ -48,6 +48,24 @@ TEST(Policy, ReadsEveryField) {
   EXPECT_FALSE(policy->AllowsDegraded(Layer::kSeccomp));
 }
 
+TEST(Policy, IsolationDefaultsToNamespacesAndOuterIsExplicit) {
+  auto defaults = ParsePolicyJson("{}");
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->isolation, Isolation::kNamespaces);
+  auto outer = ParsePolicyJson(R"({"isolation": "outer", "network": "host"})");
+  ASSERT_TRUE(outer) << outer.error().ToString();
+  EXPECT_EQ(outer->isolation, Isolation::kOuter);
+  auto named = ParsePolicyJson(R"({"isolation": "namespaces"})");
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->isolation, Isolation::kNamespaces);
+  Policy allowlist = *outer;
+  allowlist.network = NetworkMode::kAllowlist;
+  auto refused = ValidatePolicy(allowlist);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("network \"allowlist\" cannot be enforced"), std::string::npos)
+      << refused.error().message;
+}
+
 // Each bad fixture is rejected, and the message names what is wrong.
 struct BadFixture {
   const char* file;
@@ -98,6 +116,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadFixture{"env_key_empty.json", "not a valid variable name"},
         BadFixture{"network_unknown.json", "network: expected \"none\", \"host\" or an object"},
         BadFixture{"degrade_userns.json", "allow_degraded[0]"},
+        BadFixture{"isolation_unknown.json", "isolation: \"gvisor\" is not an isolation mode"},
+        BadFixture{"isolation_number.json", "isolation: expected \"namespaces\" or \"outer\""},
+        BadFixture{"isolation_outer_no_network.json", "set \"network\": \"host\""},
         BadFixture{"top_array.json", "(top level)"},
         BadFixture{"empty.json", "not valid JSON"},
         BadFixture{"deep_nesting.json", "nesting deeper than 16"}));
