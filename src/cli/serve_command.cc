@@ -225,6 +225,12 @@ int RunServeCommand(int argc, char** argv) {
     return Refuse("--listen tcp:... needs --token-file: a TCP port is reachable by every user and "
                   "host that can route to it");
   }
+  // Sessions under "outer" need the session driver installed in the container, which the server
+  // cannot check or locate yet: refuse up front rather than start and fail every session.
+  if (policy.isolation == Isolation::kOuter) {
+    return Refuse("isolation \"outer\": sbx serve does not run outer sessions yet; use "
+                  "\"namespaces\", or sbx run and the C++ executor, which support it");
+  }
   auto owner = server::SandboxFileOwner();
   if (!owner) return Refuse(owner.error().ToString());
   // A name is resolved once: every session of this server then uses the same image.

@@ -205,3 +205,14 @@ def test_a_bad_session_prefix_is_refused_before_anything_starts(tmp_path):
     assert result.returncode == 125, result.stderr
     assert "SBX_SESSION_PREFIX '$(POD_NAME)'" in result.stderr, result.stderr
     assert not socket_path.parent.exists(), "nothing is created before the refusal"
+
+
+def test_outer_isolation_is_refused_before_anything_starts(tmp_path):
+    # The server cannot run outer sessions yet: it says so instead of failing each session.
+    socket_path = tmp_path / "run" / "sbx.sock"
+    result = subprocess.run([SBX, "serve", "--listen", f"unix:{socket_path}", "--pool", "0",
+                             "--isolation", "outer", "--network", "host"],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 125, result.stderr
+    assert 'isolation "outer"' in result.stderr and "not run outer sessions" in result.stderr
+    assert not socket_path.parent.exists(), "nothing is created before the refusal"
