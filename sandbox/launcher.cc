@@ -20,6 +20,7 @@
 #include "sandbox/child_main.h"
 #include "sandbox/child_wait.h"
 #include "sandbox/environment.h"
+#include "sandbox/image.h"
 #include "sandbox/image_check.h"
 #include "sandbox/network_run.h"
 #include "sandbox/outer_run.h"
@@ -289,7 +290,10 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   std::optional<OpenImage> image;
   std::optional<IdMapping> mapping;
   if (!outer) {
-    auto opened = OpenVerifiedImage(spec.image_dir);
+    // An explicit image_dir wins over the policy's image (the default when it names none).
+    auto image_dir = spec.image_dir.empty() ? ResolveImageDir(policy.image) : Result<std::string>(spec.image_dir);
+    if (!image_dir) return image_dir.error();
+    auto opened = OpenVerifiedImage(*image_dir);
     if (!opened) return opened.error();
     image = std::move(*opened);
     auto computed = ComputeIdMapping(::geteuid(), ::getegid());

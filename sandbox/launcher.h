@@ -85,7 +85,9 @@ namespace sbx {
 struct RunSpec {
   Policy policy;
   std::vector<std::string> argv;
-  std::string image_dir;       // the read-only lower layer (unused by isolation "outer")
+  // The read-only lower layer (unused by isolation "outer"); empty: policy.image, else the
+  // default image.
+  std::string image_dir;
   // Empty: /workspace is a tmpfs that ends with the run (outer: a directory in the run's
   // private area, removed with it). Outer runs need it writable by uid 1000.
   std::string workspace_dir;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sandbox/image.h"
 #include "sandbox/network_helper_protocol.h"
 #include "sandbox/network_proxy_env.h"
 #include "sandbox/units.h"
@@ -118,6 +119,14 @@ Result<void> ValidatePolicy(const Policy& policy) {
                         "network \"" + NetworkModeName(policy.network) +
                         "\" cannot be enforced; the container runtime's network policy applies: set "
                         "\"network\": \"host\" (--network host)");
+  }
+  if (!policy.image.empty()) {
+    auto valid = ValidateImageName(policy.image);
+    if (!valid) return valid.error().Context("image");
+    if (policy.isolation == Isolation::kOuter) {
+      return InvalidInput("image: isolation \"outer\" runs the container's own root file system, not "
+                          "an image; drop image from the policy");
+    }
   }
   if (policy.network == NetworkMode::kAllowlist) {
     SBX_TRY(ValidateNetworkAllowlist(policy.network_allowlist));

@@ -59,6 +59,10 @@ struct Policy {
   Limits limits;
   std::map<std::string, std::string> env;  // added to the built-in allowlist
   std::vector<Layer> allow_degraded;
+  // The root file system: a variant's name (`sbx image build --name`), "default" or empty for
+  // the default image. Never a directory: a policy names what any host with the same cache has.
+  // --image (and the executor's image options) win over it.
+  std::string image;
 
   bool AllowsDegraded(Layer layer) const;
 };

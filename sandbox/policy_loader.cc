@@ -4,6 +4,7 @@
 #include <fstream>
 #include <vector>
 
+#include "sandbox/image.h"
 #include "sandbox/policy.h"
 #include "sandbox/policy_json.h"
 
@@ -52,7 +53,7 @@ Result<void> ReadLimits(const json& limits, Limits& out) {
 
 Result<void> ReadPolicy(const json& root, Policy& policy) {
   if (!root.is_object()) return FieldError("(top level)", "an object", root);
-  SBX_TRY(CheckKeys("", root, {"isolation", "network", "limits", "env", "allow_degraded", "description"}));
+  SBX_TRY(CheckKeys("", root, {"isolation", "image", "network", "limits", "env", "allow_degraded", "description"}));
   if (root.contains("description") && !root["description"].is_string())
     return FieldError("description", "a string", root["description"]);
   if (root.contains("isolation")) {
@@ -61,6 +62,13 @@ Result<void> ReadPolicy(const json& root, Policy& policy) {
     auto parsed = ParseIsolation(isolation.get<std::string>(), "isolation");
     if (!parsed) return parsed.error();
     policy.isolation = *parsed;
+  }
+  if (root.contains("image")) {
+    const json& image = root["image"];
+    if (!image.is_string()) return FieldError("image", "a variant's name from `sbx image ls`", image);
+    auto valid = ValidateImageName(image.get<std::string>());
+    if (!valid) return valid.error().Context("image");
+    policy.image = image.get<std::string>();
   }
   if (root.contains("network")) SBX_TRY(policy_json::ReadNetworkField(root["network"], policy));
   if (root.contains("limits")) SBX_TRY(ReadLimits(root["limits"], policy.limits));

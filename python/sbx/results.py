@@ -25,6 +25,7 @@ class SessionInfo:
     pooled: bool = False
     idle_timeout: Optional[float] = None
     network: Any = None
+    image: Optional[str] = None  # the variant the session's policy named; None: the server's
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "SessionInfo":

@@ -273,8 +273,8 @@ int RunAgentCommand(int argc, char** argv) {
     flags.image = team->spec.image;
     image_field = "the team file's image";
   }
-  auto image_dir = ResolveImageDir(flags.image);
-  if (!image_dir) return Refuse(image_dir.error().Context(image_field).ToString());
+  auto image_dir = ResolveRunImage(flags.image, image_field, options.policy);
+  if (!image_dir) return Refuse(image_dir.error().ToString());
   options.image_dir = *image_dir;
   options.network_log_dir = Absolute(flags.out_dir);  // created below, before the first run
   ::signal(SIGPIPE, SIG_IGN);

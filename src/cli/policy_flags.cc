@@ -1,6 +1,7 @@
 // The policy flags shared by `sbx run` and `sbx agent`.
 #include "src/cli/policy_flags.h"
 
+#include "sandbox/image.h"
 #include "sandbox/units.h"
 
 namespace sbx::cli {
@@ -60,6 +61,23 @@ Result<Policy> ResolvePolicy(const std::string& policy_file, const PolicyFlags& 
   for (const auto& [flag, value] : flags) SBX_TRY(ApplyPolicyFlag(flag, value, policy));
   SBX_TRY(ValidatePolicy(policy));
   return policy;
+}
+
+Result<std::string> ResolveRunImage(const std::string& given, const std::string& given_field,
+                                    const Policy& policy) {
+  if (policy.isolation == Isolation::kOuter) {
+    // The program sees the container's own root file system (the policy's image is refused
+    // by ValidatePolicy).
+    if (!given.empty()) {
+      return InvalidInput(given_field + ": isolation \"outer\" runs the container's own root file "
+                          "system, not an image; drop " + given_field);
+    }
+    return std::string();
+  }
+  const bool from_policy = given.empty();
+  auto image_dir = ResolveImageDir(from_policy ? policy.image : given);
+  if (!image_dir) return image_dir.error().Context(from_policy ? "the policy's image" : given_field);
+  return image_dir;
 }
 
 Result<void> ApplyPolicyFlag(const std::string& flag, const std::string& value, Policy& policy) {

@@ -26,4 +26,10 @@ using PolicyFlags = std::vector<std::pair<std::string, std::string>>;  // in the
 // flag in order, then ValidatePolicy. Used by `sbx run`, `sbx agent` and `sbx serve`.
 Result<Policy> ResolvePolicy(const std::string& policy_file, const PolicyFlags& flags);
 
+// The run's image directory. `given` (--image, or the team file's image; `given_field` names
+// it in errors) wins over the policy's "image"; with neither, the default image. Isolation
+// "outer" has no image: "" is returned, and a given image is refused.
+Result<std::string> ResolveRunImage(const std::string& given, const std::string& given_field,
+                                    const Policy& policy);
+
 }  // namespace sbx::cli

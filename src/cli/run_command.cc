@@ -109,16 +109,9 @@ int RunRunCommand(int argc, char** argv) {
   if (spec.policy.network == NetworkMode::kHost)
     std::fprintf(stderr, "sbx: warning: --network host: the sandbox shares this host's network\n");
 
-  if (spec.policy.isolation == Isolation::kOuter) {
-    // The program sees the container's own root file system: there is no image to resolve.
-    if (!flags.image.empty())
-      return Refuse(flags.json, "--image: isolation \"outer\" runs the container's own root file "
-                                "system, not an image; drop --image");
-  } else {
-    auto image_dir = ResolveImageDir(flags.image);
-    if (!image_dir) return Refuse(flags.json, image_dir.error().Context("--image").ToString());
-    spec.image_dir = *image_dir;
-  }
+  auto image_dir = ResolveRunImage(flags.image, "--image", spec.policy);
+  if (!image_dir) return Refuse(flags.json, image_dir.error().ToString());
+  spec.image_dir = *image_dir;
   spec.workspace_dir = flags.workspace;
   if (!flags.network_log.empty() && spec.policy.network != NetworkMode::kAllowlist)
     return Refuse(flags.json, "--network-log: only an allowlist run keeps a network log (add --allow HOST or --network allowlist)");

@@ -200,7 +200,7 @@ int RunServeCommand(int argc, char** argv) {
   }
   auto resolved = ResolvePolicy(flags.policy_file, overrides);
   if (!resolved) return Refuse(resolved.error().ToString());
-  const Policy policy = std::move(*resolved);
+  Policy policy = std::move(*resolved);
 
   server::HttpServerOptions http;
   http.read_timeout_seconds = flags.request_timeout;
@@ -233,10 +233,12 @@ int RunServeCommand(int argc, char** argv) {
   }
   auto owner = server::SandboxFileOwner();
   if (!owner) return Refuse(owner.error().ToString());
-  // A name is resolved once: every session of this server then uses the same image.
-  auto image_dir = ResolveImageDir(flags.image);
-  if (!image_dir) return Refuse(image_dir.error().Context("--image").ToString());
+  // The server's image is resolved once (--image wins over the policy's): every session of
+  // this server uses it unless its own policy names another variant.
+  auto image_dir = ResolveRunImage(flags.image, "--image", policy);
+  if (!image_dir) return Refuse(image_dir.error().ToString());
   flags.image = *image_dir;
+  policy.image.clear();
 
   // Every thread inherits this mask; the main thread takes the signals with sigwait below.
   sigset_t signals;

@@ -84,8 +84,10 @@ Result<void> SessionExecutor::Prepare(bool local) {
   }
   const bool outer = options_.policy.isolation == Isolation::kOuter;
   if (outer) return PrepareOuter();
+  // The options' image wins over the policy's (ValidatePolicy checked that name).
+  const std::string& image = options_.image.empty() ? options_.policy.image : options_.image;
   if (!options_.image.empty()) SBX_TRY(ValidateImageName(options_.image));
-  auto image_dir = options_.image_dir.empty() ? ResolveImageDir(options_.image) : options_.image_dir;
+  auto image_dir = options_.image_dir.empty() ? ResolveImageDir(image) : options_.image_dir;
   if (!image_dir) return image_dir.error();
   image_dir_ = *image_dir;
   FileOwner owner{::geteuid(), ::getegid()};

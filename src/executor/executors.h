@@ -42,7 +42,7 @@ namespace sbx::executor {
 struct ExecutorOptions {
   Policy policy;
   std::string image_dir;      // an image directory; empty: `image`
-  std::string image;          // a variant's name (`sbx image build --name`); empty: the default
+  std::string image;          // a variant's name (`sbx image build --name`); empty: policy.image
   std::string workspace_dir;  // empty: a temporary workspace, removed with the executor
   Manifest manifest;          // staged into the workspace before the first execution
   double session_idle_seconds = 900;

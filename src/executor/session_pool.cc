@@ -256,7 +256,7 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
   }
   auto core = std::make_shared<PoolCore>();
   core->options = options;
-  auto image_dir = ResolveImageDir(options.image_dir);
+  auto image_dir = ResolveImageDir(options.image_dir.empty() ? options.policy.image : options.image_dir);
   if (!image_dir) return image_dir.error();
   core->image_dir = *image_dir;
   auto mapping = ComputeIdMapping(::geteuid(), ::getegid());

@@ -60,7 +60,7 @@ inline constexpr size_t kMaxPrefaultBudgetBytes = size_t{256} << 20;
 
 struct PoolOptions {
   Policy policy;             // every session's limits and environment; network must be "none"
-  std::string image_dir;     // as ResolveImageDir takes it: empty the default, a name, a dir
+  std::string image_dir;     // as ResolveImageDir takes it: a name, a dir; empty: policy.image
   size_t warm_sessions = 4;  // 0..64 sessions kept ready; 0 forks each on Acquire
   double session_idle_seconds = 900;  // a session (warm or in use) ends after this idle time
   CgroupOptions cgroup_options;

@@ -337,6 +337,13 @@ Policy Api::Tightened(const json& inline_policy) const {
   Fail(Invalid("policy: " + error.message));
 }
 
+std::string Api::PolicyImageDir(const Policy& policy) const {
+  if (policy.image.empty()) return "";
+  auto image_dir = ResolveImageDir(policy.image);
+  if (!image_dir) Fail(Invalid("policy.image: " + image_dir.error().message));
+  return *image_dir;
+}
+
 HttpResponse Api::CreateSession(const HttpRequest& request) {
   if (draining_) Fail(Unavailable("the server is shutting down; no new sessions"));
   json body = ParseBody(request);
@@ -369,6 +376,8 @@ HttpResponse Api::CreateSession(const HttpRequest& request) {
       session.server_policy = false;
     }
   }
+  session.image_dir = PolicyImageDir(session.policy);
+  if (!session.image_dir.empty()) session.server_policy = false;
   if (const json* files = Field(body, "files", json::value_t::array, "an array of {path, content}")) {
     session.manifest = ManifestFromFiles(*files);
   }
@@ -528,9 +537,12 @@ HttpResponse Api::RunOnce(const HttpRequest& request) {
   const json* argv = Field(body, "argv", json::value_t::array, "an array of strings");
   if (argv == nullptr) Fail(Invalid("argv: required, the program and its arguments"));
   spec.argv = Argv(*argv);
-  auto image_dir = ResolveImageDir(options_.image_dir);
-  if (!image_dir) Fail(FromError(image_dir.error(), "find the image"));
-  spec.image_dir = *image_dir;
+  spec.image_dir = PolicyImageDir(spec.policy);
+  if (spec.image_dir.empty()) {
+    auto image_dir = ResolveImageDir(options_.image_dir);
+    if (!image_dir) Fail(FromError(image_dir.error(), "find the image"));
+    spec.image_dir = *image_dir;
+  }
   // stdin from a memfd: any bytes, and the sandbox reads it at its own pace.
   UniqueFd input;
   std::string stdin_bytes = StdinBytes(body);

@@ -60,6 +60,9 @@ class Api {
                       const std::function<nlohmann::json(const executor::CodeResult&)>& result_json);
   // The server's policy tightened by a request's inline one; 403 if it would loosen it.
   Policy Tightened(const nlohmann::json& inline_policy) const;
+  // The directory of the variant a session's or run's policy names ("policy.image"; 400 when
+  // the cache has no such image); "" when it names none, for the server's image.
+  std::string PolicyImageDir(const Policy& policy) const;
   // The block timeout a request asks for (at most the session's), or the session's own.
   double BlockTimeout(const nlohmann::json& body, const ServerSession& session) const;
 

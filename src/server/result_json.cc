@@ -94,7 +94,8 @@ nlohmann::json SessionJson(const ServerSession& session) {
           {"busy", session.busy()},
           {"pooled", session.pooled},
           {"idle_timeout", session.idle_timeout_seconds},
-          {"network", session.network}};
+          {"network", session.network},
+          {"image", session.image.empty() ? nlohmann::json(nullptr) : nlohmann::json(session.image)}};
 }
 
 }  // namespace sbx::server

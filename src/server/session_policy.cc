@@ -119,6 +119,9 @@ Result<Policy> TightenPolicy(const Policy& server, const std::string& inline_jso
     policy.network_allowlist = server.network_allowlist;
   }
   if (!given.contains("isolation")) policy.isolation = server.isolation;
+  // Any variant in the server's cache may be named: each runs under the same isolation, and a
+  // policy never names a directory.
+  if (!given.contains("image")) policy.image = server.image;
   if (!given.contains("allow_degraded")) policy.allow_degraded = server.allow_degraded;
   for (const auto& [name, value] : server.env) policy.env.emplace(name, value);
   SBX_TRY(CheckTightens(server, policy));

@@ -61,13 +61,14 @@ void FifoMutex::unlock() {
 
 ServerSession::ServerSession(std::string id, std::unique_ptr<executor::SessionExecutor> executor,
                              bool pooled, double idle_timeout_seconds, std::string network,
-                             double timeout_seconds)
+                             double timeout_seconds, std::string image)
     : id(std::move(id)),
       created(NowSeconds()),
       pooled(pooled),
       idle_timeout_seconds(idle_timeout_seconds),
       network(std::move(network)),
       timeout_seconds(timeout_seconds),
+      image(std::move(image)),
       executor_(std::move(executor)),
       last_used_(created) {}
 
@@ -125,7 +126,7 @@ Result<std::shared_ptr<ServerSession>> SessionRegistry::Create(SessionRequest re
     }
     ++reserved_;
   }
-  const bool pooled = options_.pool != nullptr && request.server_policy &&
+  const bool pooled = options_.pool != nullptr && request.server_policy && request.image_dir.empty() &&
                       request.policy.network == NetworkMode::kNone;
   auto made = [&]() -> Result<std::unique_ptr<executor::SessionExecutor>> {
     if (pooled) {
@@ -139,7 +140,7 @@ Result<std::shared_ptr<ServerSession>> SessionRegistry::Create(SessionRequest re
     }
     executor::ExecutorOptions executor_options;
     executor_options.policy = request.policy;
-    executor_options.image_dir = options_.image_dir;
+    executor_options.image_dir = request.image_dir.empty() ? options_.image_dir : request.image_dir;
     executor_options.manifest = std::move(request.manifest);
     executor_options.session_idle_seconds = request.idle_timeout_seconds;
     executor_options.stream_idle_seconds = options_.keepalive_seconds;
@@ -151,7 +152,8 @@ Result<std::shared_ptr<ServerSession>> SessionRegistry::Create(SessionRequest re
   auto session = std::make_shared<ServerSession>(NewSessionId(options_.session_prefix), std::move(*made), pooled,
                                                  request.idle_timeout_seconds,
                                                  NetworkModeName(request.policy.network),
-                                                 request.policy.limits.timeout_seconds);
+                                                 request.policy.limits.timeout_seconds,
+                                                 request.policy.image);
   sessions_.emplace(session->id, session);
   return session;
 }

@@ -37,6 +37,7 @@ class FifoMutex {
 struct SessionRequest {
   Policy policy;             // the server's, or tightened by the request
   bool server_policy = true;  // the policy is exactly the server's (pool eligible)
+  std::string image_dir;      // the policy's image, resolved; empty: the server's image
   Manifest manifest;
   double idle_timeout_seconds = 900;
 };
@@ -49,9 +50,11 @@ class ServerSession {
   const double idle_timeout_seconds;
   const std::string network;  // "none", "host" or "allowlist"
   const double timeout_seconds;  // of a block, unless a request asks for less
+  const std::string image;  // the variant its policy named; empty: the server's image
 
   ServerSession(std::string id, std::unique_ptr<executor::SessionExecutor> executor, bool pooled,
-                double idle_timeout_seconds, std::string network, double timeout_seconds);
+                double idle_timeout_seconds, std::string network, double timeout_seconds,
+                std::string image);
 
   // Taken by every request that uses the executor, in arrival order.
   FifoMutex& turn() { return turn_; }

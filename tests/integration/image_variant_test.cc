@@ -71,12 +71,51 @@ TEST(ImageVariant, RunWithTheVariantImportsWhatTheDefaultLacks) {
   EXPECT_EQ(verified.exit_code, 0) << verified.output;
 }
 
+// A policy names its image; --image (and the executor's image options) win over it.
+TEST(ImageVariant, ThePolicyNamesTheImageAndTheFlagWins) {
+  ASSERT_NO_FATAL_FAILURE(EnsureSklearnVariant());
+  ScratchDir host;
+  const std::string policy = host.path() + "/sklearn.json";
+  std::ofstream(policy) << R"({"image": "sklearn"})";
+  const std::vector<std::string> import = {"--", "python3", "-c", "import sklearn; print('imported')"};
+  auto Run = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {SBX_BINARY, "run", "--policy", policy};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), import.begin(), import.end());
+    return RunOnHost(argv);
+  };
+  auto from_policy = Run({});
+  EXPECT_EQ(from_policy.exit_code, 0) << from_policy.output;
+  EXPECT_EQ(from_policy.output, "imported\n");
+  auto flag_wins = Run({"--image", "default"});
+  EXPECT_EQ(flag_wins.exit_code, 1) << flag_wins.output;
+  EXPECT_NE(flag_wins.output.find("No module named 'sklearn'"), std::string::npos) << flag_wins.output;
+
+  auto Import = [](executor::ExecutorOptions options) -> std::string {
+    options.policy.image = "sklearn";
+    auto session = executor::SessionExecutor::Create(std::move(options));
+    if (!session) return session.error().ToString();
+    auto result = (*session)->Execute({{"python", "import sklearn; print('imported')"}});
+    if (!result) return result.error().ToString();
+    return result->output;
+  };
+  EXPECT_EQ(Import({}), "imported\n");
+  executor::ExecutorOptions named_default;
+  named_default.image = "default";
+  EXPECT_NE(Import(named_default).find("No module named 'sklearn'"), std::string::npos);
+}
+
 TEST(ImageVariant, BadNamesAndPackagesGive125AndLeaveNothing) {
   ASSERT_NO_FATAL_FAILURE(EnsureSklearnVariant());
   const std::set<std::string> before = CacheEntries();
   testing::ScratchDir host;
   const std::string script = host.path() + "/model.json";
   std::ofstream(script) << R"({"replies": [{"content": "TERMINATE"}]})";
+  auto policy_file = [&](const std::string& image) {
+    const std::string path = host.path() + "/image-" + std::to_string(std::hash<std::string>{}(image)) + ".json";
+    std::ofstream(path) << json{{"image", image}}.dump();
+    return path;
+  };
   struct Case {
     std::vector<std::string> args;
     std::vector<std::string> expect;
@@ -90,6 +129,16 @@ TEST(ImageVariant, BadNamesAndPackagesGive125AndLeaveNothing) {
        {"--image", "no image named 'no-such-variant'"}},
       {{"serve", "--image", "no-such-variant", "--listen", "unix:/nonexistent/sbx-never.sock"},
        {"--image", "no image named 'no-such-variant'"}},
+      {{"run", "--policy", policy_file("no-such-variant"), "--", "true"},
+       {"the policy's image", "no image named 'no-such-variant'"}},
+      {{"run", "--policy", policy_file("./rootfs"), "--", "true"}, {"image: image name './rootfs'", "1-32 of a-z"}},
+      {{"agent", "--policy", policy_file("no-such-variant"), "--scripted-model", script, "--task", "x",
+        "--out-dir", host.path() + "/never"},
+       {"the policy's image", "no image named 'no-such-variant'"}},
+      {{"serve", "--policy", policy_file("no-such-variant"), "--listen", "unix:/nonexistent/sbx-never.sock"},
+       {"the policy's image", "no image named 'no-such-variant'"}},
+      {{"run", "--policy", policy_file("sklearn"), "--isolation", "outer", "--network", "host", "--", "true"},
+       {"image: isolation \"outer\"", "drop image"}},
       {{"image", "build", "--name", "cafe", "--add", "python3-sklearn"}, {"--name", "not all hex digits"}},
       {{"image", "build", "--name", "sklearn"}, {"--name sklearn needs --add PKG"}},
       {{"image", "build", "--add", "python3-sklearn"}, {"--add needs --name NAME"}},

@@ -2,9 +2,10 @@
 import base64
 import io
 import os
+import subprocess
 import tarfile
 
-from conftest import processes_with
+from conftest import SBX, processes_with, wait_until
 
 
 def test_health_reports_sessions_pool_and_enforcement(server):
@@ -181,7 +182,8 @@ def test_sessions_list_get_delete(server):
     assert status == 200 and one["id"] == session and one["network"] == "none"
     marker = b"sleep\x00" + b"4242.25"
     server.request("POST", f"/v1/sessions/{session}/exec", {"shell": "sleep 4242.25 & echo started"})
-    assert processes_with(marker)
+    # The shell may exit before its child has exec'd sleep.
+    assert wait_until(lambda: processes_with(marker))
     status, ended, _ = server.request("DELETE", f"/v1/sessions/{session}")
     assert status == 200
     assert not processes_with(marker)
@@ -302,3 +304,33 @@ def test_one_shot_run_is_sbx_run_json(server):
     assert status in (400, 403)
     status, error, _ = server.request("POST", "/v1/run", {"argv": []})
     assert (status, error["error"]["code"]) == (400, "invalid")
+
+
+def sklearn_variant_exists():
+    return subprocess.run([SBX, "image", "path", "sklearn"], capture_output=True).returncode == 0
+
+
+def test_a_sessions_policy_picks_an_image_variant(server):
+    """The policy's "image" names a variant (tools/test.sh builds sklearn before this suite)."""
+    assert sklearn_variant_exists(), "build it: sbx image build --name sklearn --add python3-sklearn"
+    status, created, _ = server.request("POST", "/v1/sessions", {"policy": {"image": "sklearn"}})
+    assert status == 201, created
+    assert (created["image"], created["pooled"]) == ("sklearn", False)
+    result = server.execute(created["id"], "import sklearn; print(sklearn.__name__)")
+    assert result["stdout"] == "sklearn\n", result
+    # The control: the server's own image (the default) lacks it.
+    status, plain, _ = server.request("POST", "/v1/sessions", {})
+    assert status == 201 and plain["image"] is None
+    result = server.execute(plain["id"], "import sklearn")
+    assert result["error"]["type"] == "ModuleNotFoundError", result
+    status, result, _ = server.request("POST", "/v1/run", {"argv": ["python3", "-c", "import sklearn"],
+                                                           "policy": {"image": "sklearn"}})
+    assert (status, result["exit_code"]) == (200, 0), result
+    # Names only, and only ones the cache has; nothing is created for a refused request.
+    before = len(server.request("GET", "/v1/sessions")[1]["sessions"])
+    for image, expect in (("no-such-variant", "no image named 'no-such-variant'"),
+                          ("./rootfs", "1-32 of a-z"), ("/", "1-32 of a-z")):
+        status, error, _ = server.request("POST", "/v1/sessions", {"policy": {"image": image}})
+        assert (status, error["error"]["code"]) == (400, "invalid"), error
+        assert "image" in error["error"]["message"] and expect in error["error"]["message"], error
+    assert len(server.request("GET", "/v1/sessions")[1]["sessions"]) == before

@@ -33,6 +33,20 @@ TEST(PolicyFlags, Isolation) {
       << bad.error().message;
 }
 
+TEST(PolicyFlags, AnOuterRunHasNoImageAndRefusesOne) {
+  Policy policy;
+  policy.isolation = Isolation::kOuter;
+  policy.network = NetworkMode::kHost;
+  auto none = ResolveRunImage("", "--image", policy);
+  ASSERT_TRUE(none) << none.error().ToString();
+  EXPECT_EQ(*none, "");
+  auto refused = ResolveRunImage("sklearn", "the team file's image", policy);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message,
+            "the team file's image: isolation \"outer\" runs the container's own root file system, not an "
+            "image; drop the team file's image");
+}
+
 TEST(PolicyFlags, AllowAppendsRulesAndSwitchesToAllowlist) {
   Policy policy;
   ASSERT_TRUE(ApplyPolicyFlag("--allow", "pypi.org", policy));

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace sbx {
 namespace {
@@ -64,6 +66,28 @@ TEST(Policy, IsolationDefaultsToNamespacesAndOuterIsExplicit) {
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("network \"allowlist\" cannot be enforced"), std::string::npos)
       << refused.error().message;
+}
+
+TEST(Policy, ImageIsAVariantNameNeverADirectory) {
+  auto defaults = ParsePolicyJson("{}");
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->image, "");
+  auto named = ParsePolicyJson(R"({"image": "sklearn"})");
+  ASSERT_TRUE(named) << named.error().ToString();
+  EXPECT_EQ(named->image, "sklearn");
+  for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"image": "./rootfs"})", "image: image name './rootfs': use 1-32 of a-z"},
+           {R"({"image": "/var/cache/sbx/images/default"})", "image: image name '/var/cache"},
+           {R"({"image": "Sklearn"})", "image: image name 'Sklearn'"},
+           {R"({"image": "cafe"})", "not all hex digits"},
+           {R"({"image": ""})", "image: image name ''"},
+           {R"({"image": 3})", "image"},
+           {R"({"image": "sklearn", "isolation": "outer", "network": "host"})",
+            "image: isolation \"outer\" runs the container's own root file system"}}) {
+    auto refused = ParsePolicyJson(text);
+    ASSERT_FALSE(refused) << text;
+    EXPECT_NE(refused.error().message.find(expect), std::string::npos) << text << "\n" << refused.error().message;
+  }
 }
 
 // Each bad fixture is rejected, and the message names what is wrong.
