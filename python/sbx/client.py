@@ -304,10 +304,17 @@ class Client:
         files: Optional[Union[Mapping[str, Union[str, bytes]], Sequence[dict]]] = None,
         env: Optional[Mapping[str, str]] = None,
         idle_timeout: Optional[float] = None,
+        image: Optional[str] = None,
     ) -> Session:
         """A new session. ``policy`` (inline, may only tighten the server's) or ``policy_name``
         (one of the server's ``--policy-dir``); ``files`` staged into the workspace as
-        ``{path: text or bytes}``; ``env`` added to the sandbox's environment."""
+        ``{path: text or bytes}``; ``env`` added to the sandbox's environment; ``image`` an image
+        variant's name (``sbx image ls``), the same as the inline policy's ``"image"``."""
+        if image is not None:
+            if policy_name is not None:
+                raise ValueError("image: a --policy-dir policy names its own image; give policy= "
+                                 "instead of policy_name= to choose one")
+            policy = {**(policy or {}), "image": image}
         payload: dict[str, Any] = {}
         if policy is not None:
             payload["policy"] = policy

@@ -332,6 +332,21 @@ def test_policies_may_only_tighten_the_servers(client):
         assert session.execute("print('tight')").stdout.strip() == "tight"
 
 
+def test_a_session_runs_on_the_image_variant_it_names(client):
+    """tools/test.sh builds the sklearn variant before this suite."""
+    with client.session(image="sklearn") as session:
+        assert session.info.image == "sklearn"
+        assert session.execute("import sklearn; print('found')").stdout == "found\n"
+    with client.session() as session:  # The control: the server's default image lacks it.
+        assert session.info.image is None
+        assert session.execute("import sklearn").error.type == "ModuleNotFoundError"
+    with pytest.raises(sbx.InvalidRequest) as error:
+        client.create_session(image="no-such-variant")
+    assert "policy.image" in error.value.message and "no image named" in error.value.message
+    with pytest.raises(ValueError):
+        client.create_session(image="sklearn", policy_name="strict")
+
+
 def test_max_sessions_is_429_with_retry_after(unix_server):
     client = sbx.Client(unix_server("--max-sessions", "1", "--pool", "0").address)
     with client.session():
