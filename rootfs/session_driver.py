@@ -21,7 +21,8 @@ it as the program of a session's sandbox with a socket as fd 0, and speaks this 
 
 Before each Python cell the driver adds the user site if an earlier cell's `pip install --user`
 created it (Python looks for it only at start-up), so the next cell imports what pip installed.
-The source reaches Python as a file (/tmp/.sbx-cells/cell-<id>.py), compiled from its bytes
+The source reaches Python as a file (cell-<id>.py in the driver's own cell directory,
+$TMPDIR/.sbx-cells-<random>, mode 0700, removed when the driver ends), compiled from its bytes
 as `python3 file.py` would (PEP 263 coding, CRLF, NUL bytes are a SyntaxError), so
 tracebacks show its lines. Output of the code and of every process it starts goes through
 fds 1 and 2, which point at pipes drained by a thread while the cell runs, so `print`,
@@ -61,10 +62,25 @@ MAX_REPR = 64 << 10
 # Interleaved chunks kept per cell (consecutive chunks of one stream are merged): the runner
 # refuses a reply of more than 2**18 JSON values (session_protocol.h).
 MAX_ORDER_CHUNKS = 65536
-CELL_DIR = "/tmp/.sbx-cells"
+CELL_DIR_PREFIX = ".sbx-cells-"
 DRIVER_FILE = os.path.abspath(__file__)
 # Written to the session's own stdout and stderr before each cell's mirrored output.
 CELL_MARKER = b"\x1esbx-cell %d\x1e\n"
+
+
+def make_cell_dir():
+    """A directory of this driver's own, made afresh (mkdir never reuses one that exists):
+    drivers that share a /tmp (the local executor, isolation "outer") never read or replace
+    each other's cell files, and a directory another user made in advance is never used."""
+    parent = os.environ.get("TMPDIR") or "/tmp"
+    for _ in range(16):
+        path = os.path.join(parent, CELL_DIR_PREFIX + os.urandom(6).hex())
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+    raise OSError(17, "no fresh cell directory in %s after 16 tries" % parent)
 
 
 def cut(text):
@@ -258,7 +274,19 @@ class Session:
             io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding="utf-8",
                              errors="backslashreplace", write_through=True)
             for fd in (1, 2))
-        os.makedirs(CELL_DIR, mode=0o700, exist_ok=True)
+        self.cell_dir = make_cell_dir()
+
+    def remove_cell_dir(self):
+        """The cells' files, best effort: a sandbox's /tmp ends with it anyway."""
+        try:
+            for name in os.listdir(self.cell_dir):
+                try:
+                    os.unlink(os.path.join(self.cell_dir, name))
+                except OSError:
+                    pass
+            os.rmdir(self.cell_dir)
+        except OSError:
+            pass
 
     def run(self, idle_seconds):
         write_frame(self.channel, json.dumps(
@@ -326,7 +354,7 @@ class Session:
         return total
 
     def cell_file(self, cell, suffix, source):
-        path = os.path.join(CELL_DIR, "cell-%d.%s" % (cell, suffix))
+        path = os.path.join(self.cell_dir, "cell-%d.%s" % (cell, suffix))
         with open(path, "wb") as f:
             f.write(source)
         return path
@@ -459,7 +487,11 @@ def serve(channel, idle_seconds):
     warnings.filterwarnings("ignore", message=".*non-interactive.*")
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     sys.argv = ["cell"]
-    return Session(channel).run(idle_seconds)
+    session = Session(channel)
+    try:
+        return session.run(idle_seconds)
+    finally:
+        session.remove_cell_dir()
 
 
 def main():

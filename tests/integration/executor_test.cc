@@ -315,6 +315,49 @@ TEST(Executor, LocalExecutorSaysItIsolatesNothingAndStillDropsTheEnvironment) {
   ::unsetenv("SBX_TEST_SECRET_KEY");
 }
 
+// Local sessions share the host's /tmp (as outer sessions share a container's): each driver
+// writes its cells to a directory of its own, so one session never runs another's cell file,
+// and a directory someone made in advance under the old fixed name is never used.
+TEST(Executor, DriversThatShareATmpKeepTheirCellsApart) {
+  const std::string planted = "/tmp/.sbx-cells";
+  const bool planted_here = ::mkdir(planted.c_str(), 0777) == 0;
+  ScratchDir work_a, work_b;
+  auto Local = [](const std::string& workspace) {
+    ExecutorOptions options = Options();
+    options.workspace_dir = workspace;
+    return LocalExecutor::Create(std::move(options));
+  };
+  auto a = Local(work_a.path());
+  auto b = Local(work_b.path());
+  ASSERT_TRUE(a && b);
+  // Each driver starts on this thread (a local driver dies with the thread that forked it).
+  RunBlock(**a, "bash", "true");
+  RunBlock(**b, "bash", "true");
+  // Both next cells are cell 2; bash reads its file as it runs, so a shared directory lets
+  // the later write replace what the earlier one is still running.
+  CodeResult from_a;
+  std::thread first([&] { from_a = RunBlock(**a, "bash", "sleep 1\necho \"$0\"\necho ran-a\n"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CodeResult from_b = RunBlock(**b, "bash", "echo \"$0\"\necho ran-b\n");
+  first.join();
+  EXPECT_NE(from_a.stdout_text.find("ran-a"), std::string::npos) << from_a.output;
+  EXPECT_EQ(from_a.stdout_text.find("ran-b"), std::string::npos) << from_a.output;
+  EXPECT_NE(from_b.stdout_text.find("ran-b"), std::string::npos) << from_b.output;
+  const std::string dir_a = from_a.stdout_text.substr(0, from_a.stdout_text.rfind('/'));
+  const std::string dir_b = from_b.stdout_text.substr(0, from_b.stdout_text.rfind('/'));
+  EXPECT_NE(dir_a, dir_b);
+  EXPECT_NE(dir_a, planted);
+  struct stat st {};
+  ASSERT_EQ(::lstat(dir_a.c_str(), &st), 0) << dir_a;
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+  (*a)->Close();
+  EXPECT_NE(::lstat(dir_a.c_str(), &st), 0) << dir_a << " outlived its driver";
+  (*b)->Close();
+  if (planted_here) ::rmdir(planted.c_str());
+}
+
 TEST(Executor, AThousandSessionsCreatedAndClosedLeaveNothingBehind) {
   auto state = StateDirectory();
   ASSERT_TRUE(state) << state.error().ToString();
