@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace sbx {
@@ -253,6 +254,28 @@ Result<void> CopyRange(int in_fd, uint64_t offset, uint64_t length, int out_fd) 
     SBX_TRY(WriteAll(out_fd, std::string_view(buffer, static_cast<size_t>(n))));
     offset += static_cast<uint64_t>(n);
     length -= static_cast<uint64_t>(n);
+  }
+  return Ok{};
+}
+
+Result<void> CheckAncestorsGuarded(const std::string& what, const std::string& real_path,
+                                   uid_t owner_uid, const std::string& owner_fix) {
+  std::string ancestor = real_path;
+  while (ancestor.size() > 1) {
+    ancestor.resize(ancestor.rfind('/') == 0 ? 1 : ancestor.rfind('/'));
+    struct stat st {};
+    if (::lstat(ancestor.c_str(), &st) != 0) return SysError(ErrorCode::kIo, "lstat(" + ancestor + ")");
+    if (st.st_uid != 0 && st.st_uid != owner_uid) {
+      return InvalidInput(what + ": its parent directory " + ancestor + " is owned by uid " +
+                          std::to_string(st.st_uid) + ", who could replace it; " + owner_fix);
+    }
+    const bool sticky = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky) {
+      char mode[16];
+      std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      return InvalidInput(what + ": its parent directory " + ancestor +
+                          " is writable by group or other (mode " + mode + "); chmod go-w " + ancestor);
+    }
   }
   return Ok{};
 }

@@ -49,6 +49,13 @@ Result<UniqueFd> OpenBeneath(int dir_fd, std::string_view path, int flags, mode_
 // Test hook: makes OpenBeneath take the per-component fallback, as if openat2 were ENOSYS.
 void ForceOpenBeneathFallbackForTesting(bool force);
 
+// Whether only root or `owner_uid` can replace what the canonical path `real_path` names:
+// each of its ancestor directories is owned by one of them and is not writable by group or
+// other (a sticky directory such as /tmp excepted). The error starts with `what` and names
+// the ancestor and the fix (`owner_fix` when the owner is wrong).
+Result<void> CheckAncestorsGuarded(const std::string& what, const std::string& real_path,
+                                   uid_t owner_uid, const std::string& owner_fix);
+
 struct FileOwner {
   uid_t uid = 0;
   gid_t gid = 0;

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sandbox/fs_beneath.h"
 #include "sandbox/image.h"
 #include "sandbox/unique_fd.h"
 
@@ -228,24 +229,7 @@ Result<void> VerifyImageQuick(const std::string& path, const VerifyOptions& opti
                     "realpath(" + path + ")");
   }
   // Whoever can write an ancestor can swap the image for another tree after this check.
-  std::string ancestor = real;
-  while (ancestor.size() > 1) {
-    ancestor.resize(ancestor.rfind('/') == 0 ? 1 : ancestor.rfind('/'));
-    struct stat st;
-    if (lstat(ancestor.c_str(), &st) != 0) {
-      return SysError(ErrorCode::kIo, "lstat(" + ancestor + ")");
-    }
-    if (st.st_uid != 0 && st.st_uid != options.owner_uid) {
-      return InvalidInput("image " + path + ": its parent directory " + ancestor +
-                          " is owned by uid " + std::to_string(st.st_uid) +
-                          ", who could replace the image; move the image cache elsewhere");
-    }
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !IsStickyDir(st)) {
-      return InvalidInput("image " + path + ": its parent directory " + ancestor +
-                          " is writable by group or other (mode " + Octal(st.st_mode) +
-                          "); chmod go-w " + ancestor);
-    }
-  }
+  SBX_TRY(CheckAncestorsGuarded("image " + path, real, options.owner_uid, "move the image cache elsewhere"));
   struct stat st;
   auto root = OpenImageRoot(real, &st);
   if (!root) return root.error();

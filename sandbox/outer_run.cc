@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 
 #include "sandbox/environment.h"
+#include "sandbox/fs_beneath.h"
 #include "sandbox/process_tree.h"
 #include "sandbox/userns.h"
 
@@ -35,6 +37,25 @@ Result<void> MakeOwnedDirectory(const std::string& path) {
 }
 
 }  // namespace
+
+Result<void> CheckOuterSessionDriver(const std::string& path, const std::string& field) {
+  const std::string what = field + " " + path;
+  char real[PATH_MAX];
+  if (path.empty() || path[0] != '/') return InvalidInput(what + ": give an absolute path");
+  if (::realpath(path.c_str(), real) == nullptr) {
+    return SysError(ErrorCode::kInvalidInput,
+                    what + " (install sbx's session driver there, or give its path with " + field + ")");
+  }
+  struct stat st {};
+  if (::stat(real, &st) != 0) return SysError(ErrorCode::kInvalidInput, what);
+  if (!S_ISREG(st.st_mode)) return InvalidInput(what + ": not a regular file");
+  if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    return InvalidInput(what + ": sessions run as uid 1000 on this file system, so only root may be "
+                        "able to change their driver; chown root and chmod go-w it");
+  }
+  if (!(st.st_mode & S_IROTH)) return InvalidInput(what + ": uid 1000 cannot read it; chmod o+r it");
+  return CheckAncestorsGuarded(what, real, 0, "install the driver under a directory only root owns");
+}
 
 Result<void> CheckOuterRunner() {
   const char* needed = "isolation: \"outer\" needs sbx to run as root in the container "

@@ -23,6 +23,13 @@ namespace sbx {
 // field (isolation) and the fix.
 Result<void> CheckOuterRunner();
 
+// The Python session driver an outer session runs from the container's own root file system
+// (`field` names it in errors, as --session-driver): a regular file that uid 1000 can read
+// and that only root can replace: owned by root, not writable by group or other, and every
+// ancestor directory the same (CheckAncestorsGuarded). A session's code runs as uid 1000 on
+// that file system, so a driver it could write would run its code in the next session.
+Result<void> CheckOuterSessionDriver(const std::string& path, const std::string& field);
+
 // A fresh /tmp/sbx-outer-<pid>-XXXXXX (first removing those of runners that are gone), 0700
 // and owned by uid/gid 1000, with tmp/ in it (the program's
 // TMPDIR) and, when asked, workspace/ (the run's workspace when none was given). The destructor

@@ -15,6 +15,7 @@
 #include "sandbox/host_probe.h"
 #include "sandbox/image.h"
 #include "sandbox/launcher.h"
+#include "sandbox/outer_run.h"
 #include "sandbox/run_result.h"
 #include "sandbox/policy.h"
 #include "sandbox/small_file.h"
@@ -36,11 +37,13 @@ struct ServeFlags {
   std::string policy_dir;
   std::string image;
   size_t max_sessions = 32;
+  bool max_sessions_given = false;
   size_t pool = 2;
   double session_idle = 900;
   double request_timeout = 30;
   double keepalive = 15;
   std::string session_prefix;
+  std::string session_driver;  // isolation "outer": the container's own driver
 };
 
 void PrintServeUsage() {
@@ -48,7 +51,7 @@ void PrintServeUsage() {
                "usage: sbx serve [--listen unix:PATH | tcp:HOST:PORT]... [--token-file FILE]\n"
                "                 [--policy FILE] [--policy-dir DIR] [--image NAME|DIR] [--max-sessions N]\n"
                "                 [--pool N] [--session-idle SECONDS] [--request-timeout SECONDS]\n"
-               "                 [--keepalive SECONDS] [--session-prefix NAME]\n"
+               "                 [--keepalive SECONDS] [--session-prefix NAME] [--session-driver PATH]\n"
                "                 [policy flags: --memory, --timeout, ...]\n\n"
                "  Serves sandboxed sessions over HTTP (docs/server-api.md). Default listener: a Unix\n"
                "  socket, /run/sbx/sbx.sock as root, else $XDG_RUNTIME_DIR/sbx.sock, mode 0600.\n"
@@ -59,7 +62,9 @@ void PrintServeUsage() {
                "  --keepalive: a streamed execution silent this long sends a keepalive event (15).\n"
                "  --session-prefix: session ids start with NAME_ (this pod's name), so a router\n"
                "  can send each request to the server that holds its session. Default: the\n"
-               "  environment's SBX_SESSION_PREFIX, if set.\n");
+               "  environment's SBX_SESSION_PREFIX, if set.\n"
+               "  --session-driver: with isolation outer, where the container holds sbx's session\n"
+               "  driver (default /usr/lib/sbx/session_driver.py); only root may be able to change it.\n");
 }
 
 int Refuse(const std::string& message) {
@@ -181,6 +186,8 @@ int RunServeCommand(int argc, char** argv) {
       flags.policy_dir = value;
     } else if (arg == "--image") {
       flags.image = value;
+    } else if (arg == "--session-driver") {
+      flags.session_driver = value;
     } else if (arg == "--session-prefix") {
       if (auto valid = server::ValidateSessionPrefix(value, arg); !valid) return Refuse(valid.error().message);
       flags.session_prefix = value;
@@ -188,6 +195,7 @@ int RunServeCommand(int argc, char** argv) {
       auto count = arg == "--pool" ? Count(arg, value, 0, 64) : Count(arg, value, 1, 4096);
       if (!count) return Refuse(count.error().message);
       (arg == "--pool" ? flags.pool : flags.max_sessions) = *count;
+      flags.max_sessions_given = flags.max_sessions_given || arg == "--max-sessions";
     } else if (arg == "--session-idle" || arg == "--request-timeout" || arg == "--keepalive") {
       auto seconds = Seconds(arg, value);
       if (!seconds) return Refuse(seconds.error().message);
@@ -225,13 +233,26 @@ int RunServeCommand(int argc, char** argv) {
     return Refuse("--listen tcp:... needs --token-file: a TCP port is reachable by every user and "
                   "host that can route to it");
   }
-  // Sessions under "outer" need the session driver installed in the container, which the server
-  // cannot check or locate yet: refuse up front rather than start and fail every session.
+  // Outer sessions run the container's own session driver: checked once here, so a server
+  // that could not run one never starts.
   if (policy.isolation == Isolation::kOuter) {
-    return Refuse("isolation \"outer\": sbx serve does not run outer sessions yet; use "
-                  "\"namespaces\", or sbx run and the C++ executor, which support it");
+    if (flags.session_driver.empty()) flags.session_driver = executor::kSessionDriverPath;
+    if (auto driver = CheckOuterSessionDriver(flags.session_driver, "--session-driver"); !driver)
+      return Refuse(driver.error().ToString());
+    // Every outer session runs as the same uid 1000 with no pid namespace of its own, so the
+    // sessions of one server can signal and trace each other: one at a time unless asked.
+    if (!flags.max_sessions_given) {
+      flags.max_sessions = 1;
+    } else if (flags.max_sessions > 1) {
+      std::fprintf(stderr, "sbx serve: warning: isolation \"outer\" with --max-sessions %zu: the "
+                           "sessions share uid 1000 and can signal and trace each other; give each "
+                           "tenant its own pod\n", flags.max_sessions);
+    }
+  } else if (!flags.session_driver.empty()) {
+    return Refuse("--session-driver: only isolation \"outer\" reads the driver from the container; "
+                  "a session's driver is in its image otherwise; drop --session-driver");
   }
-  auto owner = server::SandboxFileOwner();
+  auto owner = server::SandboxFileOwner(policy.isolation);
   if (!owner) return Refuse(owner.error().ToString());
   // The server's image is resolved once (--image wins over the policy's): every session of
   // this server uses it unless its own policy names another variant.
@@ -266,6 +287,7 @@ int RunServeCommand(int argc, char** argv) {
   registry_options.pool = pool.get();
   registry_options.keepalive_seconds = flags.keepalive;
   registry_options.session_prefix = flags.session_prefix;
+  registry_options.outer_session_driver = flags.session_driver;
   auto sessions = std::make_unique<server::SessionRegistry>(registry_options);
   server::ApiOptions api_options;
   api_options.policy = policy;

@@ -538,7 +538,7 @@ HttpResponse Api::RunOnce(const HttpRequest& request) {
   if (argv == nullptr) Fail(Invalid("argv: required, the program and its arguments"));
   spec.argv = Argv(*argv);
   spec.image_dir = PolicyImageDir(spec.policy);
-  if (spec.image_dir.empty()) {
+  if (spec.image_dir.empty() && spec.policy.isolation == Isolation::kNamespaces) {
     auto image_dir = ResolveImageDir(options_.image_dir);
     if (!image_dir) Fail(FromError(image_dir.error(), "find the image"));
     spec.image_dir = *image_dir;

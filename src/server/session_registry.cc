@@ -144,6 +144,7 @@ Result<std::shared_ptr<ServerSession>> SessionRegistry::Create(SessionRequest re
     executor_options.manifest = std::move(request.manifest);
     executor_options.session_idle_seconds = request.idle_timeout_seconds;
     executor_options.stream_idle_seconds = options_.keepalive_seconds;
+    executor_options.outer_session_driver = options_.outer_session_driver;
     return executor::SessionExecutor::Create(std::move(executor_options));
   }();
   std::lock_guard lock(mutex_);

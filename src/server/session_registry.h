@@ -88,6 +88,7 @@ struct RegistryOptions {
   // Starts every session id ("PREFIX_s-<hex>"), so a stateless router can send each request to
   // the server (pod) that holds the session; empty: "s-<hex>". Checked by ValidateSessionPrefix.
   std::string session_prefix;
+  std::string outer_session_driver;  // isolation "outer": ExecutorOptions::outer_session_driver
 };
 
 // A session prefix: 1-63 of a-z, 0-9, '-' and '.', starting and ending with a letter or digit

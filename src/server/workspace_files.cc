@@ -141,7 +141,8 @@ FileOutcome HydrateWorkspace(const std::string& tar, const std::string& workspac
   return Problem(FileProblem::kInvalidPath, restored.error().ToString());
 }
 
-Result<FileOwner> SandboxFileOwner() {
+Result<FileOwner> SandboxFileOwner(Isolation isolation) {
+  if (isolation == Isolation::kOuter) return FileOwner{kSandboxId, kSandboxId};
   auto mapping = ComputeIdMapping(::geteuid(), ::getegid());
   if (!mapping) return mapping.error();
   return FileOwner{mapping->host_uid, mapping->host_gid};

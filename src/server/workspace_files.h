@@ -8,6 +8,7 @@
 
 #include "sandbox/error.h"
 #include "sandbox/fs_beneath.h"
+#include "sandbox/policy.h"
 
 namespace sbx::server {
 
@@ -31,7 +32,8 @@ FileOutcome PersistWorkspace(const std::string& workspace_dir, std::string& tar)
 // Extracts an archive of that form; every member is checked before anything is written.
 FileOutcome HydrateWorkspace(const std::string& tar, const std::string& workspace_dir,
                              const FileOwner& owner);
-// The owner that files written for the sandbox get (its user, mapped to the host).
-Result<FileOwner> SandboxFileOwner();
+// The owner that files written for the sandbox get: its user mapped to the host, or under
+// isolation "outer" (no user namespace) uid and gid 1000 themselves.
+Result<FileOwner> SandboxFileOwner(Isolation isolation);
 
 }  // namespace sbx::server

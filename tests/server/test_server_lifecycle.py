@@ -3,6 +3,7 @@ import concurrent.futures
 import glob
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -11,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import SBX, Server, processes_with, wait_until
+from conftest import ROOT, SBX, Server, processes_with, wait_until
 
 
 def test_capacity_is_429_with_retry_after():
@@ -33,7 +34,7 @@ def test_idle_sessions_end():
     try:
         session = server.session({"idle_timeout": 1})
         server.request("POST", f"/v1/sessions/{session}/exec", {"shell": "sleep 3131.5 & true"})
-        assert processes_with(b"3131.5")
+        assert wait_until(lambda: processes_with(b"3131.5"))  # the shell may exit first
         assert wait_until(lambda: server.request("GET", f"/v1/sessions/{session}")[0] == 404, 10)
         assert wait_until(lambda: not processes_with(b"3131.5"), 5)
     finally:
@@ -207,12 +208,63 @@ def test_a_bad_session_prefix_is_refused_before_anything_starts(tmp_path):
     assert not socket_path.parent.exists(), "nothing is created before the refusal"
 
 
-def test_outer_isolation_is_refused_before_anything_starts(tmp_path):
-    # The server cannot run outer sessions yet: it says so instead of failing each session.
+DRIVER = str(ROOT / "rootfs" / "session_driver.py")
+OUTER = ["--isolation", "outer", "--network", "host", "--pool", "0"]
+
+
+def test_outer_sessions_run_the_containers_driver_as_uid_1000():
+    """Isolation "outer" here on the host, as it would run in a gVisor or Kata container: each
+    session runs --session-driver from this root file system as uid 1000."""
+    server = Server(*OUTER, "--session-driver", DRIVER)
+    try:
+        status, health, _ = server.request("GET", "/v1/health")
+        assert health["enforcement"]["mechanisms"]["isolation"] == "outer_runtime", health
+        session = server.session({"files": [{"path": "in.txt", "content": "staged"}]})
+        result = server.execute(session, "import os\nprint(os.getuid(), os.getgid(), open('in.txt').read())\n"
+                                         "x = 41")
+        assert result["stdout"] == "1000 1000 staged\n", result
+        assert server.execute(session, "print(x + 1)")["stdout"] == "42\n"
+        # The driver is root's: a session cannot change what the next one runs.
+        result = server.execute(session, f"open({DRIVER!r}, 'a')")
+        assert result["error"]["type"] == "PermissionError", result
+        # Files the API writes belong to the session's user.
+        status, _, _ = server.request("PUT", f"/v1/sessions/{session}/files/out/new.txt", b"put")
+        assert status == 200
+        result = server.execute(session, "open('out/new.txt', 'a').write('+'); print(open('out/new.txt').read())")
+        assert result["stdout"] == "put+\n", result
+        # The sessions of an outer server share uid 1000: one at a time unless asked.
+        status, error, _ = server.request("POST", "/v1/sessions", {})
+        assert (status, error["error"]["code"]) == (429, "limit"), error
+        marker = b"sleep\x00" + b"4343.25"
+        server.request("POST", f"/v1/sessions/{session}/exec", {"shell": "sleep 4343.25 & echo started"})
+        assert wait_until(lambda: processes_with(marker))
+        status, _, _ = server.request("DELETE", f"/v1/sessions/{session}")
+        assert status == 200
+        assert not processes_with(marker), "ending the session kills its whole tree"
+    finally:
+        assert server.stop() == 0
+
+
+def test_an_outer_servers_driver_is_checked_before_anything_starts(tmp_path):
     socket_path = tmp_path / "run" / "sbx.sock"
-    result = subprocess.run([SBX, "serve", "--listen", f"unix:{socket_path}", "--pool", "0",
-                             "--isolation", "outer", "--network", "host"],
-                            capture_output=True, text=True, timeout=30)
-    assert result.returncode == 125, result.stderr
-    assert 'isolation "outer"' in result.stderr and "not run outer sessions" in result.stderr
-    assert not socket_path.parent.exists(), "nothing is created before the refusal"
+    writable = tmp_path / "writable.py"
+    shutil.copy(DRIVER, writable)
+    os.chmod(writable, 0o666)
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    os.chmod(open_dir, 0o777)
+    shutil.copy(DRIVER, open_dir / "session_driver.py")
+    cases = [(OUTER + ["--session-driver", str(tmp_path / "missing.py")], "missing.py"),
+             (OUTER + ["--session-driver", "session_driver.py"], "give an absolute path"),
+             (OUTER + ["--session-driver", str(writable)], "chmod go-w"),
+             (OUTER + ["--session-driver", str(open_dir / "session_driver.py")],
+              "writable by group or other (mode 0777)"),
+             (["--session-driver", DRIVER], 'only isolation "outer" reads the driver')]
+    if not os.path.exists("/usr/lib/sbx/session_driver.py"):  # the default, in a container
+        cases.append((OUTER, "install sbx's session driver there"))
+    for args, expect in cases:
+        result = subprocess.run([SBX, "serve", "--listen", f"unix:{socket_path}", *args],
+                                capture_output=True, text=True, timeout=30)
+        assert result.returncode == 125, (args, result.stderr)
+        assert "--session-driver" in result.stderr and expect in result.stderr, (args, result.stderr)
+        assert not socket_path.parent.exists(), "nothing is created before the refusal"
