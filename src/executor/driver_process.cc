@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <future>
 #include <optional>
 #include <thread>
 
@@ -81,7 +82,8 @@ class SandboxedDriver final : public DriverProcess {
 
 class LocalDriver final : public DriverProcess {
  public:
-  LocalDriver(UniqueFd channel, pid_t pid, UniqueFd pidfd) : pid_(pid), pidfd_(std::move(pidfd)) {
+  LocalDriver(UniqueFd channel, pid_t pid, UniqueFd pidfd, std::thread parent)
+      : pid_(pid), pidfd_(std::move(pidfd)), parent_(std::move(parent)) {
     channel_ = std::move(channel);
   }
   ~LocalDriver() override { Stop(); }
@@ -125,10 +127,12 @@ class LocalDriver final : public DriverProcess {
     ::kill(-pid_, SIGKILL);
     WaitForChild(pid_, &status_);
     reaped_ = true;
+    if (parent_.joinable()) parent_.join();  // it returned when the driver exited
   }
 
   pid_t pid_;
   UniqueFd pidfd_;
+  std::thread parent_;
   int status_ = 0;
   bool reaped_ = false;
 };
@@ -166,26 +170,56 @@ Result<std::unique_ptr<DriverProcess>> StartLocalDriver(const std::vector<std::s
   UniqueFd dev_null(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!dev_null) return SysError(ErrorCode::kIo, "open(/dev/null)");
 
-  pid_t pid = ::fork();
-  if (pid < 0) return SysError(ErrorCode::kIo, "fork");
-  if (pid == 0) {
-    ::setsid();
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(126);
-    if (::dup2(sockets->driver.get(), 0) < 0 || ::dup2(dev_null.get(), 1) < 0 ||
-        ::dup2(dev_null.get(), 2) < 0 || ::chdir(workspace_dir.c_str()) != 0) {
-      ::_exit(126);
+  // The driver is forked by a thread that lives as long as it does: Linux sends the
+  // parent-death signal when the forking thread exits, not the process, so a driver forked by
+  // a caller's short-lived thread would be killed with that thread.
+  struct Forked {
+    pid_t pid = -1;
+    int error = 0;
+    const char* call = "";
+    UniqueFd pidfd;
+  };
+  std::promise<Forked> forked;
+  std::future<Forked> started = forked.get_future();
+  std::thread parent_thread([&, promise = std::move(forked)]() mutable {
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      promise.set_value(Forked{-1, errno, "fork", {}});
+      return;
     }
-    ::execve(argv_ptrs[0], argv_ptrs.data(), env_ptrs.data());
-    ::_exit(127);
+    if (pid == 0) {
+      ::setsid();
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(126);
+      if (::dup2(sockets->driver.get(), 0) < 0 || ::dup2(dev_null.get(), 1) < 0 ||
+          ::dup2(dev_null.get(), 2) < 0 || ::chdir(workspace_dir.c_str()) != 0) {
+        ::_exit(126);
+      }
+      ::execve(argv_ptrs[0], argv_ptrs.data(), env_ptrs.data());
+      ::_exit(127);
+    }
+    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!pidfd) {
+      int saved = errno;
+      KillAndWaitForChild(pid, -1);
+      promise.set_value(Forked{-1, saved, "pidfd_open", {}});
+      return;
+    }
+    const int watched = pidfd.get();  // the LocalDriver's, open until it has joined us
+    promise.set_value(Forked{pid, 0, "", std::move(pidfd)});
+    // Returns once the driver has exited (or was reaped: ECHILD), never for a reused pid.
+    siginfo_t info{};
+    while (::waitid(P_PIDFD, static_cast<id_t>(watched), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+    }
+  });
+  Forked child = started.get();
+  if (child.pid < 0) {
+    parent_thread.join();
+    return SysError(child.call == std::string("fork") ? ErrorCode::kIo : ErrorCode::kUnavailable, child.call,
+                    child.error);
   }
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  if (!pidfd) {
-    int saved = errno;
-    KillAndWaitForChild(pid, -1);
-    return SysError(ErrorCode::kUnavailable, "pidfd_open", saved);
-  }
-  return std::unique_ptr<DriverProcess>(new LocalDriver(std::move(sockets->host), pid, std::move(pidfd)));
+  return std::unique_ptr<DriverProcess>(
+      new LocalDriver(std::move(sockets->host), child.pid, std::move(child.pidfd), std::move(parent_thread)));
 }
 
 }  // namespace sbx::executor

@@ -330,10 +330,7 @@ TEST(Executor, DriversThatShareATmpKeepTheirCellsApart) {
   auto a = Local(work_a.path());
   auto b = Local(work_b.path());
   ASSERT_TRUE(a && b);
-  // Each driver starts on this thread (a local driver dies with the thread that forked it).
-  RunBlock(**a, "bash", "true");
-  RunBlock(**b, "bash", "true");
-  // Both next cells are cell 2; bash reads its file as it runs, so a shared directory lets
+  // Both first cells are cell 1; bash reads its file as it runs, so a shared directory lets
   // the later write replace what the earlier one is still running.
   CodeResult from_a;
   std::thread first([&] { from_a = RunBlock(**a, "bash", "sleep 1\necho \"$0\"\necho ran-a\n"); });
@@ -356,6 +353,20 @@ TEST(Executor, DriversThatShareATmpKeepTheirCellsApart) {
   EXPECT_NE(::lstat(dir_a.c_str(), &st), 0) << dir_a << " outlived its driver";
   (*b)->Close();
   if (planted_here) ::rmdir(planted.c_str());
+}
+
+// Linux sends a parent-death signal when the forking thread exits: a session started from a
+// short-lived thread must still be there for the next call.
+TEST(Executor, ALocalSessionOutlivesTheThreadThatStartedIt) {
+  ScratchDir work;
+  ExecutorOptions options = Options();
+  options.workspace_dir = work.path();
+  auto local = LocalExecutor::Create(std::move(options));
+  ASSERT_TRUE(local) << local.error().ToString();
+  std::thread([&] { Python(**local, "kept = 7"); }).join();
+  CodeResult after = Python(**local, "print(kept * 6)");
+  EXPECT_EQ(after.stdout_text, "42\n") << after.output << after.notice;
+  EXPECT_EQ(after.notice, "");
 }
 
 TEST(Executor, AThousandSessionsCreatedAndClosedLeaveNothingBehind) {
