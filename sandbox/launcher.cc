@@ -243,12 +243,27 @@ void FillResult(const RunSpec& spec, const SupervisionOutcome& outcome, const Ou
   }
 }
 
+// What enforced each limit: the cgroup where it took the limit, else the rlimit fallback;
+// the timeout by what kills the whole tree.
+void AppendLimitEnforcement(const CgroupEnforcement& enforced, const char* timeout,
+                            std::vector<Enforcement>& lines) {
+  const char* cg = CgroupMechanism(enforced.version);
+  lines.insert(lines.end(), {
+      {"memory", enforced.memory ? cg : "rlimit_as"},
+      {"pids", enforced.pids ? cg : "rlimit_nproc"},
+      {"cpu", enforced.cpu ? cg : "none"},
+      {"timeout", timeout},
+      {"file_size", "rlimit"},
+      {"open_files", "rlimit"},
+      {"output", "capture"},
+  });
+}
+
 // What enforced each layer and limit in this run (RunResult::enforcement).
 std::vector<Enforcement> DescribeEnforcement(const Policy& policy, const ChildPlan& plan,
                                              const CgroupEnforcement& enforced,
                                              const SupervisionOutcome& outcome) {
-  const char* cg = CgroupMechanism(enforced.version);
-  return {
+  std::vector<Enforcement> lines = {
       {"user_namespace", "user_namespace"},
       {"pid_namespace", "pid_namespace"},
       {"mount_namespace", "overlay"},
@@ -261,14 +276,26 @@ std::vector<Enforcement> DescribeEnforcement(const Policy& policy, const ChildPl
                                                               : "host"},
       {"seccomp", plan.keep_namespace_capabilities ? "per_session" : plan.seccomp ? "seccomp_bpf" : "none"},
       {"capabilities", plan.keep_namespace_capabilities ? "kept_in_user_namespace" : "dropped"},
-      {"memory", enforced.memory ? cg : "rlimit_as"},
-      {"pids", enforced.pids ? cg : "rlimit_nproc"},
-      {"cpu", enforced.cpu ? cg : "none"},
-      {"timeout", "pid_namespace"},
-      {"file_size", "rlimit"},
-      {"open_files", "rlimit"},
-      {"output", "capture"},
   };
+  AppendLimitEnforcement(enforced, "pid_namespace", lines);
+  return lines;
+}
+
+// An outer run's: the namespaces, the root and the network are the container runtime's; the
+// run's init, a subreaper, kills the tree at the timeout.
+std::vector<Enforcement> DescribeOuterEnforcement(const CgroupEnforcement& enforced, bool seccomp) {
+  std::vector<Enforcement> lines = {
+      {"isolation", "outer_runtime"},
+      {"user_namespace", "none"},
+      {"pid_namespace", "none"},
+      {"mount_namespace", "none"},
+      {"root", "outer_runtime"},
+      {"network", "outer_runtime"},
+      {"seccomp", seccomp ? "seccomp_bpf" : "none"},
+      {"capabilities", "dropped"},
+  };
+  AppendLimitEnforcement(enforced, "subreaper", lines);
+  return lines;
 }
 
 }  // namespace
@@ -450,8 +477,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   if (allowlist) allowlist->Finish(&result.network);
 
   FillResult(spec, outcome, out, err, usage, result);
-  result.enforcement = outer ? DescribeOuterEnforcement(enforced, CgroupMechanism(enforced.version),
-                                                      plan.seccomp != nullptr)
+  result.enforcement = outer ? DescribeOuterEnforcement(enforced, plan.seccomp != nullptr)
                              : DescribeEnforcement(policy, plan, enforced, outcome);
   return result;
 }

@@ -79,17 +79,11 @@ Result<void> CheckOuterRunner() {
 
 Result<OuterArea> OuterArea::Create(bool with_workspace) {
   OuterArea area;
-  RemoveStaleRunDirectories("/tmp", "sbx-outer-");  // of runners killed before their cleanup
-  std::string templ = "/tmp/sbx-outer-" + std::to_string(::getpid()) + "-XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr)
-    return SysError(ErrorCode::kSetupFailed, "mkdtemp(" + templ + "): the container needs a writable /tmp");
-  area.path_ = templ;
-  // Held for the run: the sweep above, in other runners, leaves a locked area alone.
-  area.lock_.reset(::open(templ.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!area.lock_ || ::flock(area.lock_.get(), LOCK_EX | LOCK_NB) != 0)
-    return SysError(ErrorCode::kSetupFailed, "flock(" + templ + ")");
-  if (::chown(templ.c_str(), kSandboxId, kSandboxId) != 0)
-    return SysError(ErrorCode::kSetupFailed, "chown(" + area.path_ + ", 1000)");
+  // The areas of runners killed before their cleanup go first; ours stays locked for the run.
+  auto made = CreateLockedRunDirectory("/tmp", "sbx-outer-", kSandboxId, kSandboxId);
+  if (!made) return made.error().Context("the container needs a writable /tmp");
+  area.path_ = made->path;
+  area.lock_ = std::move(made->lock);
   area.tmp_dir_ = area.path_ + "/tmp";
   SBX_TRY(MakeOwnedDirectory(area.tmp_dir_));
   if (with_workspace) {
@@ -123,27 +117,6 @@ std::vector<std::string> OuterEnvironment(const std::map<std::string, std::strin
       {"HOME", home}, {"TMPDIR", tmp_dir}, {"MPLCONFIGDIR", tmp_dir + "/matplotlib"}};
   for (const auto& [name, value] : policy_env) env[name] = value;
   return BuildSandboxEnvironment(env);
-}
-
-std::vector<Enforcement> DescribeOuterEnforcement(const CgroupEnforcement& enforced, const char* cg,
-                                                  bool seccomp) {
-  return {
-      {"isolation", "outer_runtime"},
-      {"user_namespace", "none"},
-      {"pid_namespace", "none"},
-      {"mount_namespace", "none"},
-      {"root", "outer_runtime"},
-      {"network", "outer_runtime"},
-      {"seccomp", seccomp ? "seccomp_bpf" : "none"},
-      {"capabilities", "dropped"},
-      {"memory", enforced.memory ? cg : "rlimit_as"},
-      {"pids", enforced.pids ? cg : "rlimit_nproc"},
-      {"cpu", enforced.cpu ? cg : "none"},
-      {"timeout", "subreaper"},
-      {"file_size", "rlimit"},
-      {"open_files", "rlimit"},
-      {"output", "capture"},
-  };
 }
 
 }  // namespace sbx

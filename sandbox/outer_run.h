@@ -61,10 +61,4 @@ class OuterArea {
 std::vector<std::string> OuterEnvironment(const std::map<std::string, std::string>& policy_env,
                                           const std::string& home, const std::string& tmp_dir);
 
-// RunResult::enforcement of an outer run: the namespaces and the root are the container
-// runtime's ("outer_runtime"), limits as the cgroup (`cgroup_mechanism`: "cgroup_v2", ...) or
-// rlimits enforced them.
-std::vector<Enforcement> DescribeOuterEnforcement(const CgroupEnforcement& enforced,
-                                                  const char* cgroup_mechanism, bool seccomp);
-
 }  // namespace sbx

@@ -251,28 +251,40 @@ Result<Workspace> OpenWorkspace(const std::string& path) {
   return workspace;
 }
 
+Result<LockedRunDirectory> CreateLockedRunDirectory(const std::string& base, const std::string& prefix,
+                                                    uid_t owner_uid, gid_t owner_gid) {
+  RemoveStaleRunDirectories(base, prefix);
+  std::string templ = base + "/" + prefix + std::to_string(::getpid()) + "-XXXXXX";
+  if (::mkdtemp(templ.data()) == nullptr) return SysError(ErrorCode::kSetupFailed, "mkdtemp(" + templ + ")");
+  LockedRunDirectory made{templ, UniqueFd(::open(templ.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC))};
+  Result<void> set_up = Ok{};
+  if (!made.lock || ::flock(made.lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    set_up = SysError(ErrorCode::kSetupFailed, "flock(" + templ + ")");
+  } else if ((owner_uid != ::geteuid() || owner_gid != ::getegid()) &&
+             ::chown(templ.c_str(), owner_uid, owner_gid) != 0) {
+    set_up = SysError(ErrorCode::kSetupFailed, "chown(" + templ + ", " + std::to_string(owner_uid) + ")");
+  }
+  if (!set_up) {
+    (void)RemoveTree(templ);
+    return set_up.error();
+  }
+  return made;
+}
+
 Result<Workspace> CreateTemporaryWorkspace(uid_t owner_uid, gid_t owner_gid) {
   auto base = StateDirectory();
   if (!base) return base.error();
-  RemoveStaleRunDirectories(*base, "ws-");
-  std::string templ = *base + "/ws-" + std::to_string(::getpid()) + "-XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr)
-    return SysError(ErrorCode::kSetupFailed, "mkdtemp(" + templ + ")");
+  auto made = CreateLockedRunDirectory(*base, "ws-", owner_uid, owner_gid);
+  if (!made) return made.error();
   Workspace workspace;
-  workspace.path = templ;
+  workspace.path = made->path;
   workspace.temporary = true;
-  if (::geteuid() == 0 && ::chown(templ.c_str(), owner_uid, owner_gid) != 0) {
-    Error error = SysError(ErrorCode::kSetupFailed, "chown(" + templ + ")");
-    (void)RemoveTree(templ);
-    return error;
-  }
-  workspace.fd.reset(::open(templ.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!workspace.fd) return SysError(ErrorCode::kSetupFailed, "open(" + templ + ")");
-  // Held while the Workspace lives: RemoveStaleWorkspaces leaves a locked workspace alone.
-  workspace.lock.reset(::open(templ.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!workspace.lock || ::flock(workspace.lock.get(), LOCK_EX | LOCK_NB) != 0) {
-    Error error = SysError(ErrorCode::kSetupFailed, "flock(" + templ + ")");
-    (void)RemoveTree(templ);
+  // Held while the Workspace lives: RemoveStaleRunDirectories leaves a locked workspace alone.
+  workspace.lock = std::move(made->lock);
+  workspace.fd.reset(::open(workspace.path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!workspace.fd) {
+    Error error = SysError(ErrorCode::kSetupFailed, "open(" + workspace.path + ")");
+    (void)RemoveTree(workspace.path);
     return error;
   }
   return workspace;

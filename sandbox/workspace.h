@@ -33,6 +33,16 @@ Result<Workspace> CreateTemporaryWorkspace(uid_t owner_uid, gid_t owner_gid);
 // the temporary workspaces ("ws-") and the outer runs' private areas ("sbx-outer-").
 void RemoveStaleRunDirectories(const std::string& base, const std::string& prefix);
 
+// A fresh 0700 <base>/<prefix><pid>-XXXXXX, made after RemoveStaleRunDirectories(base, prefix),
+// locked with an exclusive flock (`lock`, held for the run, so other runners' sweeps leave it
+// alone) and owned by `owner` when that is not the caller itself. Removed if a step fails.
+struct LockedRunDirectory {
+  std::string path;
+  UniqueFd lock;
+};
+Result<LockedRunDirectory> CreateLockedRunDirectory(const std::string& base, const std::string& prefix,
+                                                    uid_t owner_uid, gid_t owner_gid);
+
 // Removes a directory tree without following symlinks (fd-relative, never leaves `dir`).
 Result<void> RemoveTree(const std::string& path);
 
