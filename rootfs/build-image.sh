@@ -38,7 +38,7 @@ while (($#)); do
   shift
 done
 
-# The same rules as sandbox/image.cc: a name is never all hex digits, so it cannot be read as
+# The same rules as sandbox/image/image.cc: a name is never all hex digits, so it cannot be read as
 # an image id, and `default` is the default image's pointer.
 if [[ -n $name || ${#added[@]} -gt 0 ]]; then
   [[ -n $name ]] || die "--add: a variant needs --name NAME"

@@ -16,19 +16,19 @@
 #include <map>
 #include <optional>
 
-#include "sandbox/blocker_hints.h"
-#include "sandbox/child_main.h"
-#include "sandbox/child_wait.h"
-#include "sandbox/environment.h"
-#include "sandbox/image.h"
-#include "sandbox/image_check.h"
-#include "sandbox/network_run.h"
-#include "sandbox/outer_run.h"
-#include "sandbox/output_forwarder.h"
-#include "sandbox/reap_later.h"
-#include "sandbox/supervisor.h"
-#include "sandbox/userns.h"
-#include "sandbox/workspace.h"
+#include "sandbox/host/blocker_hints.h"
+#include "sandbox/launch/child_main.h"
+#include "sandbox/launch/child_wait.h"
+#include "sandbox/launch/environment.h"
+#include "sandbox/image/image.h"
+#include "sandbox/image/image_verify.h"
+#include "sandbox/net/allowlist_run.h"
+#include "sandbox/launch/outer_run.h"
+#include "sandbox/launch/output_forwarder.h"
+#include "sandbox/launch/reap_later.h"
+#include "sandbox/launch/supervisor.h"
+#include "sandbox/isolation/userns.h"
+#include "sandbox/workspace/workspace.h"
 
 namespace sbx {
 namespace {

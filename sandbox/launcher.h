@@ -8,7 +8,7 @@
 //      O_PATH fds (without a workspace, step 8 mounts a tmpfs there).
 //   2. Compile (or reuse) the seccomp program; prepare capabilities, rlimits, mounts, env.
 //   3. Create the run's cgroup (v2, else v1, else rlimits if the policy allows degrading);
-//      network allowlist: start sbx-netd with the run's audit log (network_run.h).
+//      network allowlist: start sbx-netd with the run's audit log (allowlist_run.h).
 //   4. clone3(CLONE_NEWUSER|NEWNS|NEWPID|NEWUTS|NEWIPC[|NEWNET]|PIDFD[|INTO_CGROUP]).
 //   5. Write the id maps, send "ids mapped"; v1: move the child into its cgroups (this
 //      overlaps with the child's steps 7-11); send "cgroup placed".
@@ -74,11 +74,11 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/cgroup.h"
-#include "sandbox/error.h"
-#include "sandbox/policy.h"
-#include "sandbox/run_result.h"
-#include "sandbox/workspace.h"
+#include "sandbox/cgroup/cgroup.h"
+#include "base/error.h"
+#include "sandbox/policy/policy.h"
+#include "sandbox/launch/run_result.h"
+#include "sandbox/workspace/workspace.h"
 
 namespace sbx {
 

@@ -48,7 +48,7 @@
 # on PYTHONPATH on both sides, so both sides import the same files.
 #
 # Both sides run as the same unprivileged host uid: as root the sandbox user's host id
-# (2000001000, sandbox/userns.h) for the host side too, otherwise the caller's own uid.
+# (2000001000, sandbox/isolation/userns.h) for the host side too, otherwise the caller's own uid.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 sbx=$root/build/sbx
@@ -123,7 +123,7 @@ chown -R "$run_uid:$run_uid" "$workspace" "$host"
 #   without it tests sized for the host would be OOM-killed inside;
 #  PANDAS_CI=1: pandas skips test_c_parser_only::test_bytes_exceed_2gb ("Too memory intensive
 #   for CI": a 2.1 GB CSV string), which the 512M limit OOM-kills, and the whole pytest with it.
-# The host side gets the sandbox's environment (sandbox/environment.cc) with host paths.
+# The host side gets the sandbox's environment (sandbox/launch/environment.cc) with host paths.
 host_env=(env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$host/home" LANG=C.UTF-8
   TMPDIR="$host/tmp" MPLBACKEND=Agg MPLCONFIGDIR="$host/mpl" PYTHONUNBUFFERED=1
   PYTHONPATH="$workspace/pydeps" NPY_AVAILABLE_MEM=512MiB PANDAS_CI=1)

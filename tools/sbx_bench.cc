@@ -32,7 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace sbx::bench {
 namespace {

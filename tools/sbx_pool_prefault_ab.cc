@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/image.h"
+#include "sandbox/image/image.h"
 #include "src/executor/session_pool.h"
 
 namespace {

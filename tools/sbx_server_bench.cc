@@ -39,8 +39,8 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/error.h"
-#include "sandbox/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "src/executor/executors.h"
 #include "src/executor/session_pool.h"
 

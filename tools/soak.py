@@ -23,7 +23,7 @@ import traceback
 import soak_cases
 import soak_host
 
-STALE_WORKSPACE_SECONDS = 60  # sandbox/workspace.cc: younger stale workspaces are left alone
+STALE_WORKSPACE_SECONDS = 60  # sandbox/workspace/workspace.cc: younger stale workspaces are left alone
 FD_BOUND = 4                  # server fds may differ by this much between warm-up and end
 RSS_BOUND_KIB = 16 * 1024     # and its RSS may grow by this much
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/copy_out.h"
+#include "sandbox/workspace/copy_out.h"
 #include "src/agent/agent_tools.h"
 #include "src/agent/transcript.h"
 #include "src/llm/llm_client.h"

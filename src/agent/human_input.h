@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 
 namespace sbx::agent {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 #include "src/llm/llm_client.h"
 
 namespace sbx::agent {

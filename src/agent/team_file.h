@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 #include "src/agent/team.h"
 
 namespace sbx::agent {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/image.h"
-#include "sandbox/policy.h"
+#include "sandbox/image/image.h"
+#include "sandbox/policy/policy.h"
 #include "src/agent/agent.h"
 #include "src/agent/scripted_model.h"
 #include "src/cli/policy_flags.h"

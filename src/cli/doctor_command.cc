@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/cgroup.h"
-#include "sandbox/host_probe.h"
-#include "sandbox/image.h"
+#include "sandbox/cgroup/cgroup.h"
+#include "sandbox/host/host_probe.h"
+#include "sandbox/image/image.h"
 
 namespace sbx::cli {
 namespace {

@@ -1,4 +1,4 @@
-// `sbx image build|ls|path|rm|verify`: thin commands over sandbox/image.h.
+// `sbx image build|ls|path|rm|verify`: thin commands over sandbox/image/image.h.
 #include "src/cli/image_command.h"
 
 #include <limits.h>
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/child_wait.h"
-#include "sandbox/error.h"
-#include "sandbox/image.h"
+#include "sandbox/launch/child_wait.h"
+#include "base/error.h"
+#include "sandbox/image/image.h"
 
 namespace sbx::cli {
 namespace {

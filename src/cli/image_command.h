@@ -1,4 +1,4 @@
-// `sbx image ...`: the CLI over the image cache (sandbox/image.h).
+// `sbx image ...`: the CLI over the image cache (sandbox/image/image.h).
 #pragma once
 
 namespace sbx::cli {

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "sandbox/error.h"
-#include "sandbox/policy.h"
+#include "base/error.h"
+#include "sandbox/policy/policy.h"
 
 namespace sbx::cli {
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/image.h"
+#include "sandbox/image/image.h"
 #include "sandbox/launcher.h"
-#include "sandbox/unique_fd.h"
-#include "sandbox/units.h"
+#include "base/unique_fd.h"
+#include "base/units.h"
 #include "src/cli/policy_flags.h"
 
 namespace sbx::cli {

@@ -1,6 +1,6 @@
 // sbx-serve: `sbx serve`, as its own program so that the CLI stays free of the server's
 // threads and Boost (sbx execs this with argv[0] = "sbx-serve" in place of "serve").
-#include "sandbox/reap_later.h"
+#include "sandbox/launch/reap_later.h"
 #include "src/cli/serve_command.h"
 
 int main(int argc, char** argv) {

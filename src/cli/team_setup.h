@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 #include "src/agent/team.h"
 #include "src/llm/llm_config.h"
 

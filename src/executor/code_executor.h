@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/error.h"
-#include "sandbox/run_result.h"
+#include "base/error.h"
+#include "sandbox/launch/run_result.h"
 
 namespace sbx::executor {
 

@@ -15,8 +15,8 @@
 #include <optional>
 #include <thread>
 
-#include "sandbox/child_wait.h"
-#include "sandbox/environment.h"
+#include "sandbox/launch/child_wait.h"
+#include "sandbox/launch/environment.h"
 
 namespace sbx::executor {
 namespace {

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 #include "sandbox/launcher.h"
-#include "sandbox/run_result.h"
-#include "sandbox/unique_fd.h"
+#include "sandbox/launch/run_result.h"
+#include "base/unique_fd.h"
 
 namespace sbx::executor {
 

@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "sandbox/image.h"
+#include "sandbox/image/image.h"
 #include "sandbox/launcher.h"
-#include "sandbox/network_log.h"
-#include "sandbox/userns.h"
+#include "sandbox/net/network_log.h"
+#include "sandbox/isolation/userns.h"
 #include "src/executor/workspace_changes.h"
 
 namespace sbx::executor {

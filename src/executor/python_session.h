@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 #include "src/executor/code_executor.h"
 #include "src/executor/driver_process.h"
 #include "src/executor/frame_channel.h"

@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "sandbox/image.h"
-#include "sandbox/userns.h"
+#include "sandbox/image/image.h"
+#include "sandbox/isolation/userns.h"
 #include "src/executor/session_reaper.h"
 #include "src/executor/zygote.h"
 

@@ -35,10 +35,10 @@
 #include <memory>
 #include <string>
 
-#include "sandbox/cgroup.h"
-#include "sandbox/error.h"
-#include "sandbox/manifest.h"
-#include "sandbox/policy.h"
+#include "sandbox/cgroup/cgroup.h"
+#include "base/error.h"
+#include "sandbox/workspace/manifest.h"
+#include "sandbox/policy/policy.h"
 #include "src/executor/executors.h"
 
 namespace sbx::executor {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/fs_beneath.h"
+#include "sandbox/fs/fs_beneath.h"
 
 namespace sbx::executor {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 #include "src/executor/code_executor.h"
 
 namespace sbx::executor {

@@ -22,7 +22,7 @@
 #include <mutex>
 #include <thread>
 
-#include "sandbox/workspace.h"
+#include "sandbox/workspace/workspace.h"
 #include "src/executor/driver_process.h"
 #include "src/executor/python_session.h"
 

@@ -14,12 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/capabilities.h"
-#include "sandbox/fd_passing.h"
-#include "sandbox/mounts.h"
-#include "sandbox/rlimits.h"
-#include "sandbox/seccomp_filter.h"
-#include "sandbox/userns.h"
+#include "sandbox/isolation/capabilities.h"
+#include "base/fd_passing.h"
+#include "sandbox/fs/mounts.h"
+#include "sandbox/isolation/rlimits.h"
+#include "sandbox/seccomp/seccomp_filter.h"
+#include "sandbox/isolation/userns.h"
 #include "src/executor/frame_channel.h"
 
 namespace sbx::executor {

@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/cgroup.h"
-#include "sandbox/error.h"
-#include "sandbox/policy.h"
-#include "sandbox/workspace.h"
+#include "sandbox/cgroup/cgroup.h"
+#include "base/error.h"
+#include "sandbox/policy/policy.h"
+#include "sandbox/workspace/workspace.h"
 #include "src/executor/driver_process.h"
 
 namespace sbx::executor {

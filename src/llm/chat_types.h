@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 
 namespace sbx::llm {
 

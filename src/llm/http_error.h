@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 
 namespace sbx::llm {
 

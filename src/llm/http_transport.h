@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 
 namespace sbx::llm {
 

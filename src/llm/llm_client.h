@@ -4,7 +4,7 @@
 // OpenAiClient (openai_client.h) is the real implementation.
 #pragma once
 
-#include "sandbox/error.h"
+#include "base/error.h"
 #include "src/llm/chat_types.h"
 
 namespace sbx::llm {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "sandbox/ascii.h"
+#include "base/ascii.h"
 #include "src/llm/url.h"
 
 namespace sbx::llm {

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 
 namespace sbx::llm {
 

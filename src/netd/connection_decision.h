@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/network_rules.h"
+#include "netpolicy/network_rules.h"
 #include "src/netd/fake_ip_pool.h"
 #include "src/netd/first_bytes.h"
 

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/network_helper_protocol.h"
-#include "sandbox/policy.h"
+#include "netpolicy/netd_protocol.h"
+#include "sandbox/policy/policy.h"
 
 namespace sbx::netd {
 namespace {

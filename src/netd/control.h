@@ -1,4 +1,4 @@
-// sbx-netd's side of the control protocol with the runner (sandbox/network_helper_protocol.h),
+// sbx-netd's side of the control protocol with the runner (netpolicy/netd_protocol.h),
 // message by message. The steps before serving are blocking calls on the control socket; the
 // stop request is awaited on the io_context (ControlWatcher).
 #pragma once
@@ -12,10 +12,10 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 
-#include "sandbox/error.h"
-#include "sandbox/network_helper_protocol.h"
-#include "sandbox/network_rules.h"
-#include "sandbox/unique_fd.h"
+#include "base/error.h"
+#include "netpolicy/netd_protocol.h"
+#include "netpolicy/network_rules.h"
+#include "base/unique_fd.h"
 #include "src/netd/netd_server.h"
 #include "src/netd/run_counters.h"
 #include "src/netd/tls_config.h"

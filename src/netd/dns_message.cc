@@ -1,7 +1,7 @@
 // Parses one DNS query and builds sbx-netd's answers to it.
 #include "src/netd/dns_message.h"
 
-#include "sandbox/ascii.h"
+#include "base/ascii.h"
 
 namespace sbx::netd {
 namespace {

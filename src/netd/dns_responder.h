@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "sandbox/network_rules.h"
+#include "netpolicy/network_rules.h"
 #include "src/netd/audit_log.h"
 #include "src/netd/fake_ip_pool.h"
 

@@ -13,8 +13,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 
-#include "sandbox/error.h"
-#include "sandbox/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "src/netd/netd_context.h"
 
 namespace sbx::netd {

@@ -9,7 +9,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 
-#include "sandbox/network_rules.h"
+#include "netpolicy/network_rules.h"
 
 namespace sbx::netd {
 

@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-#include "sandbox/capabilities.h"
+#include "sandbox/isolation/capabilities.h"
 #include "src/netd/netd_seccomp.h"
 
 namespace sbx::netd {

@@ -14,7 +14,7 @@
 //   6. no_new_privs, then the seccomp filter (netd_seccomp.h), last.
 #pragma once
 
-#include "sandbox/error.h"
+#include "base/error.h"
 
 namespace sbx::netd {
 

@@ -8,8 +8,8 @@
 
 #include <vector>
 
-#include "sandbox/error.h"
-#include "sandbox/network_rules.h"
+#include "base/error.h"
+#include "netpolicy/network_rules.h"
 
 namespace sbx::netd {
 

@@ -1,7 +1,7 @@
 // Reads an HTTP/1.x request head line by line and extracts its one Host.
 #include "src/netd/http_head.h"
 
-#include "sandbox/ascii.h"
+#include "base/ascii.h"
 
 namespace sbx::netd {
 namespace {

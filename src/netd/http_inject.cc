@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "sandbox/ascii.h"
+#include "base/ascii.h"
 #include "src/netd/http_request_stream.h"
 
 namespace sbx::netd {

@@ -23,7 +23,7 @@
 
 #include <boost/beast/http/message.hpp>
 
-#include "sandbox/network_rules.h"
+#include "netpolicy/network_rules.h"
 #include "src/netd/tls_config.h"
 
 namespace sbx::netd {

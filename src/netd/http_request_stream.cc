@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "sandbox/ascii.h"
-#include "sandbox/network_rules.h"
+#include "base/ascii.h"
+#include "netpolicy/network_rules.h"
 
 namespace sbx::netd {
 namespace {

@@ -1,5 +1,5 @@
 // sbx-netd: enforces a run's network allowlist from the host's network namespace, on sockets
-// the sandbox bound inside its own (sandbox/network_helper_protocol.h says how it is started
+// the sandbox bound inside its own (netpolicy/netd_protocol.h says how it is started
 // and spoken to). This file is the order; each step's how lives in its own file.
 #include <fcntl.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "sandbox/network_helper_protocol.h"
+#include "netpolicy/netd_protocol.h"
 #include "src/netd/ca_files.h"
 #include "src/netd/control.h"
 #include "src/netd/hardening.h"

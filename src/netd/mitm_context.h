@@ -14,8 +14,8 @@
 
 #include <boost/asio/ssl/context.hpp>
 
-#include "sandbox/error.h"
-#include "sandbox/network_rules.h"
+#include "base/error.h"
+#include "netpolicy/network_rules.h"
 #include "src/netd/tls_ca.h"
 #include "src/netd/tls_config.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/network_rules.h"
+#include "netpolicy/network_rules.h"
 #include "src/netd/audit_log.h"
 #include "src/netd/fake_ip_pool.h"
 #include "src/netd/run_counters.h"

@@ -15,8 +15,8 @@
 #include <memory>
 #include <vector>
 
-#include "sandbox/error.h"
-#include "sandbox/seccomp_filter.h"
+#include "base/error.h"
+#include "sandbox/seccomp/seccomp_filter.h"
 
 namespace sbx::netd {
 

@@ -17,9 +17,9 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "sandbox/error.h"
-#include "sandbox/network_helper_protocol.h"
-#include "sandbox/unique_fd.h"
+#include "base/error.h"
+#include "netpolicy/netd_protocol.h"
+#include "base/unique_fd.h"
 #include "src/netd/dns_service.h"
 #include "src/netd/dns_tcp_session.h"
 #include "src/netd/netd_context.h"

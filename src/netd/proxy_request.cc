@@ -4,7 +4,7 @@
 
 #include <boost/beast/http/verb.hpp>
 
-#include "sandbox/ascii.h"
+#include "base/ascii.h"
 #include "src/netd/endpoint.h"
 #include "src/netd/http_inject.h"
 

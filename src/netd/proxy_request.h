@@ -1,4 +1,4 @@
-// The proxy_env listener's request (sandbox/network_proxy_env.h), as a pure function of the
+// The proxy_env listener's request (netpolicy/network_proxy_env.h), as a pure function of the
 // request head Beast's parser read: what the client asked for, or why it is refused.
 //
 // Accepted:
@@ -26,7 +26,7 @@
 #include <boost/beast/http/fields.hpp>
 #include <boost/beast/http/message.hpp>
 
-#include "sandbox/network_rules.h"
+#include "netpolicy/network_rules.h"
 #include "src/netd/http_head.h"
 
 namespace sbx::netd {

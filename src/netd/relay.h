@@ -31,7 +31,7 @@
 #include <span>
 #include <vector>
 
-#include "sandbox/unique_fd.h"
+#include "base/unique_fd.h"
 #include "src/netd/netd_context.h"
 
 namespace sbx::netd {

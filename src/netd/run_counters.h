@@ -1,4 +1,4 @@
-// The running totals of one run that sbx-netd reports in its summary (network_helper_protocol.h
+// The running totals of one run that sbx-netd reports in its summary (netd_protocol.h
 // step 6) and checks the egress limit against.
 //
 // allowed and denied count every decision: each DNS query with a usable question and each TCP

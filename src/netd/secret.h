@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "sandbox/wipe.h"
+#include "base/wipe.h"
 
 namespace sbx::netd {
 

@@ -11,7 +11,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 
-#include "sandbox/network_helper_protocol.h"
+#include "netpolicy/netd_protocol.h"
 #include "src/netd/http_inject.h"
 #include "src/netd/mitm_context.h"
 #include "src/netd/proxy_request.h"

@@ -14,7 +14,7 @@
 #include <ctime>
 #include <memory>
 
-#include "sandbox/network_rules.h"
+#include "netpolicy/network_rules.h"
 #include "src/netd/openssl_error.h"
 
 namespace sbx::netd {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 
 namespace sbx::netd {
 

@@ -1,4 +1,4 @@
-// The "tls" object of the runner's first control message (sandbox/network_helper_protocol.h):
+// The "tls" object of the runner's first control message (netpolicy/netd_protocol.h):
 // what secret injection needs, resolved by the runner so that netd reads no file.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 #include "src/netd/secret.h"
 
 namespace sbx::netd {

@@ -1,5 +1,5 @@
 // Logs the UDP datagrams the sandbox sent to the world, read from the raw UDP sockets the
-// sandbox child opened (sandbox/network_udp_tap.h). Nothing is relayed: the sandbox's kernel
+// sandbox child opened (sandbox/net/network_udp_tap.h). Nothing is relayed: the sandbox's kernel
 // has already refused each datagram (nobody listens there). One "conn" record per flow (the
 // source port and the destination), proto "udp", decision deny, reason "udp", named when the
 // destination is a fake address (QUIC to an allowed name, say), and one denial counted. At
@@ -17,8 +17,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 
-#include "sandbox/error.h"
-#include "sandbox/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "src/netd/endpoint.h"
 #include "src/netd/netd_context.h"
 

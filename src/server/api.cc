@@ -10,11 +10,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "sandbox/cgroup.h"
-#include "sandbox/image.h"
+#include "sandbox/cgroup/cgroup.h"
+#include "sandbox/image/image.h"
 #include "sandbox/launcher.h"
-#include "sandbox/run_result.h"
-#include "sandbox/policy.h"
+#include "sandbox/launch/run_result.h"
+#include "sandbox/policy/policy.h"
 #include "src/server/result_json.h"
 #include "src/server/session_policy.h"
 #include "src/server/workspace_files.h"

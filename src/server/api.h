@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/fs_beneath.h"
-#include "sandbox/policy.h"
+#include "sandbox/fs/fs_beneath.h"
+#include "sandbox/policy/policy.h"
 #include "src/executor/session_pool.h"
 #include "src/server/http_server.h"
 #include "src/server/metrics.h"

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 
 namespace sbx::server {
 

@@ -6,7 +6,7 @@
 #include <functional>
 #include <thread>
 
-#include "sandbox/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace sbx::server {
 

@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "sandbox/error.h"
-#include "sandbox/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "src/server/api_error.h"
 #include "src/server/disconnect_watch.h"
 #include "src/server/listener.h"

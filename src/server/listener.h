@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "sandbox/error.h"
-#include "sandbox/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 namespace sbx::server {
 

@@ -7,8 +7,8 @@
 
 #include <boost/beast/core/detail/base64.hpp>
 
-#include "sandbox/fs_beneath.h"
-#include "sandbox/run_result.h"
+#include "sandbox/fs/fs_beneath.h"
+#include "sandbox/launch/run_result.h"
 
 namespace sbx::server {
 namespace {

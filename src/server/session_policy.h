@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "sandbox/error.h"
-#include "sandbox/policy.h"
+#include "base/error.h"
+#include "sandbox/policy/policy.h"
 
 namespace sbx::server {
 

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/error.h"
-#include "sandbox/manifest.h"
-#include "sandbox/policy.h"
+#include "base/error.h"
+#include "sandbox/workspace/manifest.h"
+#include "sandbox/policy/policy.h"
 #include "src/executor/executors.h"
 #include "src/executor/session_pool.h"
 

@@ -8,9 +8,9 @@
 
 #include <cerrno>
 
-#include "sandbox/unique_fd.h"
-#include "sandbox/userns.h"
-#include "sandbox/workspace_archive.h"
+#include "base/unique_fd.h"
+#include "sandbox/isolation/userns.h"
+#include "sandbox/workspace/workspace_archive.h"
 
 namespace sbx::server {
 namespace {

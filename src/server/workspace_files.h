@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
-#include "sandbox/error.h"
-#include "sandbox/fs_beneath.h"
-#include "sandbox/policy.h"
+#include "base/error.h"
+#include "sandbox/fs/fs_beneath.h"
+#include "sandbox/policy/policy.h"
 
 namespace sbx::server {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "sandbox/ascii.h"
+#include "base/ascii.h"
 #include "src/netd/first_bytes.h"
 #include "tests/fuzz/first_bytes_feed.h"
 #include "tests/fuzz/fuzz_check.h"

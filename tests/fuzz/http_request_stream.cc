@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/ascii.h"
-#include "sandbox/network_rules.h"
+#include "base/ascii.h"
+#include "netpolicy/network_rules.h"
 #include "src/netd/http_head.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/read_sizes.h"

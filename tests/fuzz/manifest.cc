@@ -1,4 +1,4 @@
-// Fuzzes manifest validation and staging (sandbox/manifest.h) with destinations as a caller
+// Fuzzes manifest validation and staging (sandbox/workspace/manifest.h) with destinations as a caller
 // (the executor, a workspace archive, an agent's files) could give them.
 //
 // The input is one entry per line: a kind byte ('d' directory, 'h' host file, 'x' executable
@@ -9,7 +9,7 @@
 //     back to the same text, and no file that another entry uses as a directory;
 //   - staged into an empty directory (when it has no host entries), exactly its files and
 //     directories appear beneath it, with their bytes and modes, and nothing beside it.
-#include "sandbox/manifest.h"
+#include "sandbox/workspace/manifest.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,7 +23,7 @@
 #include <string>
 #include <string_view>
 
-#include "sandbox/fs_beneath.h"
+#include "sandbox/fs/fs_beneath.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/scratch_dir.h"
 

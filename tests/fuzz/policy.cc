@@ -1,11 +1,11 @@
-// Fuzzes the strict policy loader (sandbox/policy.h): ParsePolicyJson on a policy file's text,
+// Fuzzes the strict policy loader (sandbox/policy/policy.h): ParsePolicyJson on a policy file's text,
 // and ParseNetworkAllowlistJson, sbx-netd's reader of the allowlist the runner sends it.
 //
 // Invariants beyond "no crash": an error names what it refused in printable text; a loaded
 // allowlist that validates survives NetworkAllowlistToJson and ParseNetworkAllowlistJson
 // unchanged (the runner and sbx-netd read one allowlist alike), and so does one that
 // ParseNetworkAllowlistJson accepted.
-#include "sandbox/policy.h"
+#include "sandbox/policy/policy.h"
 
 #include <cstddef>
 #include <cstdint>

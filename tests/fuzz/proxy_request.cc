@@ -18,8 +18,8 @@
 #include <string>
 #include <string_view>
 
-#include "sandbox/ascii.h"
-#include "sandbox/network_rules.h"
+#include "base/ascii.h"
+#include "netpolicy/network_rules.h"
 #include "src/netd/http_head.h"
 #include "tests/fuzz/fuzz_check.h"
 

@@ -1,4 +1,4 @@
-// Fuzzes the workspace archive reader (sandbox/workspace_archive.h): the input is an archive a
+// Fuzzes the workspace archive reader (sandbox/workspace/workspace_archive.h): the input is an archive a
 // previous run's sandbox could have shaped, restored into an empty workspace.
 //
 // Invariants beyond "no crash": a refusal names the archive; nothing is ever written beside
@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <string>
 
-#include "sandbox/unique_fd.h"
-#include "sandbox/workspace_archive.h"
+#include "base/unique_fd.h"
+#include "sandbox/workspace/workspace_archive.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/scratch_dir.h"
 

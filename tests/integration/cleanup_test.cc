@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "sandbox/workspace.h"
+#include "sandbox/workspace/workspace.h"
 #include "tests/integration/sandbox_fixture.h"
 
 namespace sbx::testing {

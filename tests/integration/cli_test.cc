@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/workspace.h"
+#include "sandbox/workspace/workspace.h"
 #include "tests/integration/sandbox_fixture.h"
 
 namespace sbx::testing {

@@ -10,11 +10,11 @@
 #include <set>
 #include <string>
 
-#include "sandbox/copy_out.h"
-#include "sandbox/manifest.h"
-#include "sandbox/userns.h"
-#include "sandbox/workspace.h"
-#include "sandbox/workspace_archive.h"
+#include "sandbox/workspace/copy_out.h"
+#include "sandbox/workspace/manifest.h"
+#include "sandbox/isolation/userns.h"
+#include "sandbox/workspace/workspace.h"
+#include "sandbox/workspace/workspace_archive.h"
 #include "tests/integration/sandbox_fixture.h"
 
 namespace sbx::testing {

@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/image.h"
+#include "sandbox/image/image.h"
 #include "sandbox_fixture.h"
 #include "src/executor/executors.h"
 

@@ -1,6 +1,6 @@
 // A run without a cgroup returns as soon as the sandbox's init reports the program's end, while
 // the kernel is still tearing the namespaces down (supervisor.h), and an allowlist run as soon
-// as sbx-netd has sent its summary (network_helper.h). The result must still account for
+// as sbx-netd has sent its summary (netd_process.h). The result must still account for
 // everything the sandbox's processes used, and every child must still be reaped.
 #include <dirent.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <thread>
 
-#include "sandbox/network_rules.h"
+#include "netpolicy/network_rules.h"
 #include "tests/integration/sandbox_fixture.h"
 
 namespace sbx::testing {

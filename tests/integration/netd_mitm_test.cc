@@ -30,11 +30,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/fd_passing.h"
-#include "sandbox/network_helper_protocol.h"
-#include "sandbox/policy.h"
+#include "base/fd_passing.h"
+#include "netpolicy/netd_protocol.h"
+#include "sandbox/policy/policy.h"
 #include "src/netd/tls_ca.h"
-#include "sandbox/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace sbx {
 namespace {

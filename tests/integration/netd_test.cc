@@ -1,8 +1,8 @@
-// The real sbx-netd binary, started through sandbox/network_helper.h, against sockets bound in
+// The real sbx-netd binary, started through sandbox/net/netd_process.h, against sockets bound in
 // a fresh network namespace with the sandbox's local default route (as the launcher will bind
 // them): stub DNS, fake-address connections relayed to an upstream on the host's loopback,
 // denials, the audit log, the summary, limits, and the helper's own confinement.
-#include "sandbox/network_helper.h"
+#include "sandbox/net/netd_process.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -29,8 +29,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/network_helper_protocol.h"
-#include "sandbox/unique_fd.h"
+#include "netpolicy/netd_protocol.h"
+#include "base/unique_fd.h"
 #include "src/netd/dns_tcp_session.h"
 #include "tests/integration/network_audit.h"
 

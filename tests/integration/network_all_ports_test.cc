@@ -1,4 +1,4 @@
-// All-port capture (sandbox/network_redirect.h): the sandbox redirects every non-loopback TCP
+// All-port capture (sandbox/net/network_redirect.h): the sandbox redirects every non-loopback TCP
 // connection to one listener with nf_tables NAT, so every TCP attempt, on any port, is decided
 // and logged, a `*` rule reaches its host on any port, and the code's own loopback servers
 // keep their ports. Each probe runs first unsandboxed in T.

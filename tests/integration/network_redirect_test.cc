@@ -1,4 +1,4 @@
-// The all-port capture's redirect on a real kernel (sandbox/network_redirect.h): a child in a
+// The all-port capture's redirect on a real kernel (sandbox/net/network_redirect.h): a child in a
 // fresh user and network namespace sets up capture the way the sandbox child does, then
 // connects to addresses on a port nothing listens on; the test, like the runner and
 // sbx-netd, accepts them on the handed-over listener and reads where they were going.
@@ -24,10 +24,10 @@
 
 #include <gtest/gtest.h>
 
-#include "sandbox/network.h"
-#include "sandbox/network_capture.h"
-#include "sandbox/network_redirect.h"
-#include "sandbox/unique_fd.h"
+#include "sandbox/isolation/loopback.h"
+#include "sandbox/net/network_capture.h"
+#include "sandbox/net/network_redirect.h"
+#include "base/unique_fd.h"
 #include "src/netd/endpoint.h"
 
 namespace sbx {

@@ -13,8 +13,8 @@
 #include <fstream>
 #include <string>
 
-#include "sandbox/userns.h"
-#include "sandbox/workspace.h"
+#include "sandbox/isolation/userns.h"
+#include "sandbox/workspace/workspace.h"
 #include "src/executor/executors.h"
 #include "src/executor/session_pool.h"
 #include "tests/integration/sandbox_fixture.h"

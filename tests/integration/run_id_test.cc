@@ -8,8 +8,8 @@
 #include <string>
 #include <thread>
 
-#include "sandbox/cgroup.h"
-#include "sandbox/run_result.h"
+#include "sandbox/cgroup/cgroup.h"
+#include "sandbox/launch/run_result.h"
 #include "tests/integration/sandbox_fixture.h"
 
 namespace sbx::testing {

@@ -13,10 +13,10 @@
 #include <map>
 #include <sstream>
 
-#include "sandbox/image.h"
-#include "sandbox/unique_fd.h"
-#include "sandbox/userns.h"
-#include "sandbox/workspace.h"
+#include "sandbox/image/image.h"
+#include "base/unique_fd.h"
+#include "sandbox/isolation/userns.h"
+#include "sandbox/workspace/workspace.h"
 #include "tests/support/env_flag.h"
 
 namespace sbx::testing {

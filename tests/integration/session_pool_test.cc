@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/workspace.h"
+#include "sandbox/workspace/workspace.h"
 #include "sandbox_fixture.h"
 #include "session_checks.h"
 #include "src/executor/process_memory.h"

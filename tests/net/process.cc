@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <utility>
 
-#include "sandbox/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace sbx::nettest {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 
 namespace sbx::nettest {
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sandbox/workspace.h"
+#include "sandbox/workspace/workspace.h"
 
 namespace sbx::nettest {
 namespace {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 #include "tests/net/process.h"
 #include "tests/net/topology.h"
 

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sandbox/error.h"
+#include "base/error.h"
 
 namespace sbx::nettest {
 

@@ -27,8 +27,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/error.h"
-#include "sandbox/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 namespace sbx::testing {
 

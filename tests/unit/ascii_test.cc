@@ -1,5 +1,5 @@
 // ASCII case folding: only A-Z fold; other bytes (UTF-8 included) stay as they are.
-#include "sandbox/ascii.h"
+#include "base/ascii.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Tests for the container blocker hints and the fresh-/proc probe on the real kernel: a /proc
 // masked the way runtimes mask it (in a private mount namespace) makes the probe fail and name
 // the masked paths; the same probe without the mask works (the control).
-#include "sandbox/blocker_hints.h"
+#include "sandbox/host/blocker_hints.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -13,8 +13,8 @@
 #include <cerrno>
 #include <string>
 
-#include "sandbox/host_probe.h"
-#include "sandbox/mounts.h"
+#include "sandbox/host/host_probe.h"
+#include "sandbox/fs/mounts.h"
 
 namespace sbx {
 namespace {

@@ -1,6 +1,6 @@
 // Tests for RunCgroup on the real kernel: limits on disk, OOM, pids and cpu enforcement,
 // removal, stale reaping. Each bomb is bounded and runs only inside a limited cgroup.
-#include "sandbox/cgroup.h"
+#include "sandbox/cgroup/cgroup.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/cgroup_internal.h"
+#include "sandbox/cgroup/cgroup_internal.h"
 #include "tests/support/env_flag.h"
 
 namespace sbx {

@@ -1,5 +1,5 @@
 // Unit tests for copy-out against hostile workspaces and hostile destination directories.
-#include "sandbox/copy_out.h"
+#include "sandbox/workspace/copy_out.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -11,7 +11,7 @@
 #include <map>
 #include <string>
 
-#include "sandbox/fs_beneath.h"
+#include "sandbox/fs/fs_beneath.h"
 #include "tests/unit/files_test_util.h"
 
 namespace sbx {

@@ -1,6 +1,6 @@
 // SendWithFds over a real socketpair: the bytes and the fds arrive; too many fds are refused
 // before anything is sent.
-#include "sandbox/fd_passing.h"
+#include "base/fd_passing.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "sandbox/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace sbx {
 namespace {

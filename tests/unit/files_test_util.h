@@ -11,9 +11,9 @@
 #include <iterator>
 #include <string>
 
-#include "sandbox/manifest.h"
-#include "sandbox/userns.h"
-#include "sandbox/workspace.h"
+#include "sandbox/workspace/manifest.h"
+#include "sandbox/isolation/userns.h"
+#include "sandbox/workspace/workspace.h"
 
 namespace sbx::testing {
 

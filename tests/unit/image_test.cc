@@ -1,5 +1,5 @@
 // Unit tests for image verification on small fake trees and for the image cache layout.
-#include "sandbox/image.h"
+#include "sandbox/image/image.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/child_report.h"
+#include "sandbox/launch/child_report.h"
 
 namespace sbx {
 namespace {
@@ -60,7 +60,7 @@ TEST(LaunchSequence, LauncherHListsEachStepOnceInOrder) {
 
 // The code that runs the sequence numbers its steps as launcher.h does, counting up.
 TEST(LaunchSequence, TheCodeCountsUpThroughTheSequence) {
-  const std::string child = Source("sandbox/child_main.cc");
+  const std::string child = Source("sandbox/launch/child_main.cc");
   const std::string launcher = Source("sandbox/launcher.cc");
   for (const auto& [name, body] :
        {std::pair{"SandboxChildMain", child.substr(child.find("void SandboxChildMain("))},

@@ -1,5 +1,5 @@
 // Unit tests for relative-path rules, OpenBeneath and manifest validation and staging.
-#include "sandbox/manifest.h"
+#include "sandbox/workspace/manifest.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "sandbox/userns.h"
+#include "sandbox/isolation/userns.h"
 #include "tests/unit/files_test_util.h"
 
 namespace sbx {

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/policy.h"
+#include "sandbox/policy/policy.h"
 
 namespace sbx::netd {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "sandbox/unique_fd.h"
+#include "base/unique_fd.h"
 #include "src/netd/audit_log.h"
 #include "src/netd/log_digest.h"
 #include "tests/unit/files_test_util.h"
@@ -56,7 +56,7 @@ TEST(LogDigest, PiecesHashAsTheWholeAndTheStreamGoesOnAfterADigest) {
   EXPECT_EQ(digest.HexDigest(), digest.HexDigest());
 }
 
-// The runner's log: new, write-only, append-only (network_run.cc).
+// The runner's log: new, write-only, append-only (allowlist_run.cc).
 UniqueFd CreateLikeTheRunner(const std::string& path) {
   return UniqueFd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600));
 }

@@ -1,7 +1,7 @@
 // The runner's side of the capture hand-over: it takes a whole set of one of the plan's modes
 // (the redirect listener alone, or every listed port) and nothing else, so that a run never
 // starts with ports silently uncaptured.
-#include "sandbox/network_capture.h"
+#include "sandbox/net/network_capture.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>

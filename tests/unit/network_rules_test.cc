@@ -1,5 +1,5 @@
 // Unit tests for the network allowlist's rules: grammar, matching, decisions, the internal set.
-#include "sandbox/network_rules.h"
+#include "netpolicy/network_rules.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// Unit tests for the runner's preparations for secret injection (sandbox/network_trust.h):
+// Unit tests for the runner's preparations for secret injection (sandbox/net/network_trust.h):
 // the sandbox's trust bundle, the placeholders, and the "tls" object sbx-netd receives.
-#include "sandbox/network_trust.h"
+#include "sandbox/net/network_trust.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "sandbox/policy.h"
+#include "sandbox/policy/policy.h"
 #include "src/netd/tls_ca.h"
 #include "tests/unit/files_test_util.h"
 

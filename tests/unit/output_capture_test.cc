@@ -1,5 +1,5 @@
 // Unit tests for head-and-tail output capture.
-#include "sandbox/output_capture.h"
+#include "sandbox/launch/output_capture.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // OutputForwarder: order, the lazily started thread, and the note about dropped output.
-#include "sandbox/output_forwarder.h"
+#include "sandbox/launch/output_forwarder.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
-// Unit tests for the runner's textual PEM certificate check (sandbox/pem_text.h).
-#include "sandbox/pem_text.h"
+// Unit tests for the runner's textual PEM certificate check (sandbox/net/pem_text.h).
+#include "sandbox/net/pem_text.h"
 
 #include <gtest/gtest.h>
 

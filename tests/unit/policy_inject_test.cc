@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "sandbox/policy.h"
+#include "sandbox/policy/policy.h"
 
 namespace sbx {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "sandbox/launcher.h"
-#include "sandbox/network_proxy_env.h"
-#include "sandbox/policy.h"
+#include "netpolicy/network_proxy_env.h"
+#include "sandbox/policy/policy.h"
 
 namespace sbx {
 namespace {

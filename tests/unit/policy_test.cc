@@ -1,5 +1,5 @@
 // Unit tests for the strict policy loader and validation.
-#include "sandbox/policy.h"
+#include "sandbox/policy/policy.h"
 
 #include <gtest/gtest.h>
 

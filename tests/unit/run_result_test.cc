@@ -1,11 +1,11 @@
 // Unit tests for the exit-code table, rlimit planning and the JSON result.
-#include "sandbox/run_result.h"
+#include "sandbox/launch/run_result.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/rlimits.h"
+#include "sandbox/isolation/rlimits.h"
 
 namespace sbx {
 namespace {

@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "sandbox/seccomp_filter.h"
+#include "sandbox/seccomp/seccomp_filter.h"
 #include "tests/unit/seccomp_probe.h"
 
 namespace sbx {

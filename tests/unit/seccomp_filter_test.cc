@@ -1,5 +1,5 @@
 // Tests for the seccomp deny list: the table itself, then every row against the real kernel.
-#include "sandbox/seccomp_filter.h"
+#include "sandbox/seccomp/seccomp_filter.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -18,7 +18,7 @@
 
 #include <ostream>
 
-#include "sandbox/seccomp_filter.h"
+#include "sandbox/seccomp/seccomp_filter.h"
 
 namespace sbx::testing {
 

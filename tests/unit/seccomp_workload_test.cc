@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "sandbox/seccomp_filter.h"
+#include "sandbox/seccomp/seccomp_filter.h"
 #include "tests/unit/seccomp_probe.h"
 
 namespace sbx {

@@ -8,7 +8,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "sandbox/unique_fd.h"
+#include "base/unique_fd.h"
 #include "src/executor/frame_channel.h"
 #include "src/executor/session_protocol.h"
 

@@ -1,5 +1,5 @@
 // Unit tests for size and duration parsing.
-#include "sandbox/units.h"
+#include "base/units.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Unit tests for the id-mapping decisions.
-#include "sandbox/userns.h"
+#include "sandbox/isolation/userns.h"
 
 #include <gtest/gtest.h>
 

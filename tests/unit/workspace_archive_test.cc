@@ -1,5 +1,5 @@
 // Unit tests for workspace archives: normalized round trips and hostile hand-made archives.
-#include "sandbox/workspace_archive.h"
+#include "sandbox/workspace/workspace_archive.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <string>
 
-#include "sandbox/userns.h"
+#include "sandbox/isolation/userns.h"
 #include "tests/unit/files_test_util.h"
 
 namespace sbx {

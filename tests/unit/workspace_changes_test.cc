@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "files_test_util.h"
-#include "sandbox/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace sbx::executor {
 namespace {

@@ -1,5 +1,5 @@
 // Unit tests for workspace validation and symlink-safe, depth-proof tree removal.
-#include "sandbox/workspace.h"
+#include "sandbox/workspace/workspace.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

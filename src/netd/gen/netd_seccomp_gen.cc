@@ -2,7 +2,7 @@
 // C++ array (netd_seccomp_prebuilt.inc) that netd embeds, so no netd start pays the compile.
 #include <cstdio>
 
-#include "sandbox/gen/print_seccomp_array.h"
+#include "sandbox/seccomp/gen/print_seccomp_array.h"
 #include "src/netd/netd_seccomp.h"
 
 int main() {

@@ -1,0 +1,181 @@
+// RunCgroup: picks cgroup v2, then v1, and owns the run's directories until they are removed.
+#include "sandbox/cgroup/cgroup.h"
+
+#include <sys/random.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "sandbox/cgroup/cgroup_internal.h"
+
+namespace sbx {
+
+using cgroup_internal::RunDirs;
+
+struct RunCgroup::State {
+  RunDirs dirs;
+};
+
+Result<RunCgroup> RunCgroup::CreateInParent(const std::string& run_id, const Limits& limits,
+                                            const CgroupOptions& options) {
+  if (!IsValidRunId(run_id))
+    return InvalidInput("run id \"" + run_id + "\" must match [A-Za-z0-9-]{1,64}");
+  std::string tried;
+  auto adopt = [](RunDirs dirs) {
+    RunCgroup cgroup;
+    cgroup.state_ = new State{std::move(dirs)};
+    return cgroup;
+  };
+  if (options.try_v2) {
+    Result<RunDirs> v2 = cgroup_internal::CreateV2(run_id, limits, options.v2_root);
+    if (v2) return adopt(std::move(v2).value());
+    if (v2.error().code != ErrorCode::kUnavailable) return v2.error();
+    tried = v2.error().message;
+  }
+  if (options.try_v1) {
+    Result<RunDirs> v1 = cgroup_internal::CreateV1(run_id, limits);
+    if (v1) return adopt(std::move(v1).value());
+    if (v1.error().code != ErrorCode::kUnavailable) return v1.error();
+    tried += (tried.empty() ? "" : "; ") + v1.error().message;
+  }
+  if (tried.empty()) tried = "both cgroup v2 and v1 disabled by options";
+  return MakeError(ErrorCode::kUnavailable,
+                   "no usable cgroup (" + tried +
+                       "); run as root, or delegate memory+pids+cpu to a cgroup v2 subtree "
+                       "(systemd-run --user -p Delegate=yes ...)");
+}
+
+RunCgroup::RunCgroup(RunCgroup&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+
+RunCgroup& RunCgroup::operator=(RunCgroup&& other) noexcept {
+  if (this != &other) {
+    this->~RunCgroup();
+    state_ = std::exchange(other.state_, nullptr);
+  }
+  return *this;
+}
+
+RunCgroup::~RunCgroup() {
+  if (state_ == nullptr) return;
+  (void)RemoveInParent();
+  delete state_;
+  state_ = nullptr;
+}
+
+CgroupVersion RunCgroup::version() const { return state_->dirs.version; }
+
+const CgroupEnforcement& RunCgroup::enforcement() const { return state_->dirs.enforcement; }
+
+int RunCgroup::CloneIntoFd() const { return state_->dirs.clone_into.get(); }
+
+Result<void> RunCgroup::AddProcessInParent(pid_t pid) {
+  const std::string value = std::to_string(pid);
+  // v1 has one directory per hierarchy; cpuacct may share cpu's directory.
+  for (const std::string& dir : state_->dirs.created) {
+    SBX_TRY_CTX(cgroup_internal::WriteSmallFile(dir + "/cgroup.procs", value),
+                "cgroup: adding pid " + value);
+  }
+  return Ok{};
+}
+
+bool RunCgroup::KillAll() {
+  if (state_->dirs.version != CgroupVersion::kV2) return false;
+  // cgroup.kill (Linux 5.14) SIGKILLs every process, including ones forked concurrently.
+  return static_cast<bool>(
+      cgroup_internal::WriteSmallFile(state_->dirs.memory + "/cgroup.kill", "1"));
+}
+
+CgroupUsage RunCgroup::ReadUsage() const {
+  using cgroup_internal::ReadKeyedNumber;
+  using cgroup_internal::ReadNumber;
+  const RunDirs& dirs = state_->dirs;
+  CgroupUsage usage;
+  if (dirs.version == CgroupVersion::kV2) {
+    usage.peak_memory_bytes = ReadNumber(dirs.memory + "/memory.peak");  // Linux 5.19+
+    if (auto usec = ReadKeyedNumber(dirs.cpu + "/cpu.stat", "usage_usec"))
+      usage.cpu_usage_ns = *usec * 1000;
+    usage.oom_kills = ReadKeyedNumber(dirs.memory + "/memory.events", "oom_kill").value_or(0);
+  } else {
+    if (!dirs.memory.empty()) {
+      usage.peak_memory_bytes = ReadNumber(dirs.memory + "/memory.max_usage_in_bytes");
+      usage.oom_kills =
+          ReadKeyedNumber(dirs.memory + "/memory.oom_control", "oom_kill").value_or(0);
+    }
+    if (!dirs.cpuacct.empty()) usage.cpu_usage_ns = ReadNumber(dirs.cpuacct + "/cpuacct.usage");
+  }
+  if (!dirs.pids.empty())
+    usage.pids_max_hits = ReadKeyedNumber(dirs.pids + "/pids.events", "max").value_or(0);
+  return usage;
+}
+
+Result<void> RunCgroup::RemoveInParent() {
+  if (state_ == nullptr) return Ok{};
+  state_->dirs.clone_into.reset();
+  SBX_TRY_CTX(cgroup_internal::RemoveDirs(state_->dirs.created), "cgroup");
+  return Ok{};
+}
+
+std::vector<std::string> RunCgroup::Paths() const { return state_->dirs.created; }
+
+std::string DescribeCgroupSupport(const CgroupOptions& options) {
+  std::string out;
+  if (options.try_v2) out = cgroup_internal::DescribeV2(options.v2_root);
+  if (options.try_v1) out += (out.empty() ? "" : "; ") + cgroup_internal::DescribeV1();
+  return out.empty() ? "cgroups disabled by options" : out;
+}
+
+bool IsValidRunId(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id) {
+    // Explicit ranges: isalnum() depends on the locale.
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string NewRunId() {
+  static std::atomic<unsigned> counter{0};
+  unsigned char bytes[4] = {};
+  if (::getrandom(bytes, sizeof(bytes), 0) != sizeof(bytes)) std::memset(bytes, 0, sizeof(bytes));
+  char id[32];
+  std::snprintf(id, sizeof(id), "%u-%02x%02x%02x%02x", counter++, bytes[0], bytes[1], bytes[2],
+                bytes[3]);
+  return id;
+}
+
+Result<std::optional<RunCgroup>> CreateCgroupForPolicy(const std::string& run_id, const Policy& policy,
+                                                       const CgroupOptions& options,
+                                                       std::vector<std::string>* degraded) {
+  auto created = options.try_v2 || options.try_v1
+                     ? RunCgroup::CreateInParent(run_id, policy.limits, options)
+                     : Result<RunCgroup>(MakeError(ErrorCode::kUnavailable, "cgroups turned off (--cgroup none)"));
+  if (!created) {
+    if (created.error().code == ErrorCode::kUnavailable && policy.AllowsDegraded(Layer::kCgroup)) {
+      degraded->push_back("cgroup");
+      return std::optional<RunCgroup>();
+    }
+    return created.error().Context(
+        "cgroup (required for memory, pids and cpu limits; allow_degraded may list \"cgroup\" to "
+        "fall back to rlimits)");
+  }
+  const CgroupEnforcement& enforced = created->enforcement();
+  if (!(enforced.memory && enforced.pids && enforced.cpu)) {
+    // A hierarchy without one of the controllers: that limit would fall to an rlimit (or to
+    // nothing, for cpu), which only the policy may accept.
+    std::string missing = std::string(enforced.memory ? "" : " memory") + (enforced.pids ? "" : " pids") +
+                          (enforced.cpu ? "" : " cpu");
+    if (!policy.AllowsDegraded(Layer::kCgroup)) {
+      return MakeError(ErrorCode::kSetupFailed,
+                       "cgroup: no usable controller for" + missing +
+                           "; allow_degraded may list \"cgroup\" to fall back to rlimits");
+    }
+    degraded->push_back("cgroup:" + missing.substr(1));
+  }
+  return std::optional<RunCgroup>(std::move(*created));
+}
+
+}  // namespace sbx

@@ -1,0 +1,221 @@
+// Policy validation: ranges, host bounds, environment entries and the network allowlist.
+#include "sandbox/policy/policy.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "sandbox/image/image.h"
+#include "netpolicy/netd_protocol.h"
+#include "netpolicy/network_proxy_env.h"
+#include "base/units.h"
+
+namespace sbx {
+namespace {
+
+uint64_t HostMemoryBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (meminfo >> key) {
+    if (key == "MemTotal:" && meminfo >> kib) return kib * 1024;
+    meminfo.ignore(1 << 10, '\n');
+  }
+  return 1ull << 40;
+}
+
+Result<void> CheckSize(const char* field, uint64_t value, uint64_t min, uint64_t max,
+                       const char* why_max) {
+  if (value < min || value > max) {
+    return InvalidInput(std::string(field) + ": " + FormatSize(value) + " is out of range; use " +
+                        FormatSize(min) + " to " + FormatSize(max) + " (" + why_max + ")");
+  }
+  return Ok{};
+}
+
+Result<void> CheckCount(const char* field, uint64_t value, uint64_t min, uint64_t max) {
+  if (value < min || value > max) {
+    return InvalidInput(std::string(field) + ": " + std::to_string(value) +
+                        " is out of range; use " + std::to_string(min) + " to " +
+                        std::to_string(max));
+  }
+  return Ok{};
+}
+
+std::string Number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
+Result<void> CheckSeconds(const std::string& field, double value, double min, double max) {
+  if (!(value >= min && value <= max)) {
+    return InvalidInput(field + ": " + Number(value) + " s is out of range; use " + Number(min) +
+                        " to " + Number(max) + " seconds");
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+bool Policy::AllowsDegraded(Layer layer) const {
+  return std::find(allow_degraded.begin(), allow_degraded.end(), layer) != allow_degraded.end();
+}
+
+bool IsEnvName(std::string_view name) {
+  bool name_ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+  for (char c : name) name_ok = name_ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  return name_ok;
+}
+
+Result<void> ValidateEnvEntry(const std::string& field, const std::string& name,
+                              const std::string& value) {
+  if (!IsEnvName(name)) {
+    return InvalidInput(field + ": \"" + name +
+                        "\" is not a valid variable name; use letters, digits and _ "
+                        "(not starting with a digit)");
+  }
+  if (value.find('\0') != std::string::npos)
+    return InvalidInput(field + ": the value of " + name + " contains a NUL byte");
+  if (value.size() > LimitRanges::kMaxEnvValue) {
+    return InvalidInput(field + ": the value of " + name + " is " + std::to_string(value.size()) +
+                        " bytes; at most 32768 are allowed (pass large data as a file)");
+  }
+  return Ok{};
+}
+
+Result<void> ValidatePolicy(const Policy& policy) {
+  const Limits& l = policy.limits;
+  const uint64_t ram = HostMemoryBytes();
+  const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  SBX_TRY(CheckSize("limits.memory", l.memory_bytes, LimitRanges::kMinMemory, ram,
+                    "at most the host's RAM"));
+  SBX_TRY(CheckCount("limits.pids", l.pids, LimitRanges::kMinPids, LimitRanges::kMaxPids));
+  if (!(l.cpus >= LimitRanges::kMinCpus && l.cpus <= static_cast<double>(cpus))) {
+    return InvalidInput("limits.cpus: " + std::to_string(l.cpus) + " is out of range; use 0.01 to " +
+                        std::to_string(cpus) + " (this host's CPU count)");
+  }
+  SBX_TRY(CheckSeconds("limits.timeout", l.timeout_seconds, LimitRanges::kMinTimeout,
+                       LimitRanges::kMaxTimeout));
+  SBX_TRY(CheckSize("limits.output", l.output_bytes, LimitRanges::kMinOutput,
+                    LimitRanges::kMaxOutput, "per stream; head and tail are kept"));
+  SBX_TRY(CheckSize("limits.file_size", l.file_size_bytes, LimitRanges::kMinFileSize,
+                    LimitRanges::kMaxFileSize, "largest single file"));
+  SBX_TRY(CheckCount("limits.open_files", l.open_files, LimitRanges::kMinOpenFiles,
+                     LimitRanges::kMaxOpenFiles));
+  SBX_TRY(CheckSize("limits.rootfs_size", l.rootfs_size_bytes, LimitRanges::kMinTmpfs, ram,
+                    "at most the host's RAM"));
+  SBX_TRY(CheckSize("limits.tmp_size", l.tmp_size_bytes, LimitRanges::kMinTmpfs, ram,
+                    "at most the host's RAM"));
+  if (policy.env.size() > LimitRanges::kMaxEnvEntries)
+    return InvalidInput("env: more than 256 entries");
+  for (const auto& [name, value] : policy.env) SBX_TRY(ValidateEnvEntry("env." + name, name, value));
+  if (policy.isolation == Isolation::kOuter && policy.network != NetworkMode::kHost) {
+    return InvalidInput(std::string("isolation: \"outer\" has no network namespace of its own, so ") +
+                        "network \"" + NetworkModeName(policy.network) +
+                        "\" cannot be enforced; the container runtime's network policy applies: set "
+                        "\"network\": \"host\" (--network host)");
+  }
+  if (!policy.image.empty()) {
+    auto valid = ValidateImageName(policy.image);
+    if (!valid) return valid.error().Context("image");
+    if (policy.isolation == Isolation::kOuter) {
+      return InvalidInput("image: isolation \"outer\" runs the container's own root file system, not "
+                          "an image; drop image from the policy");
+    }
+  }
+  if (policy.network == NetworkMode::kAllowlist) {
+    SBX_TRY(ValidateNetworkAllowlist(policy.network_allowlist));
+    SBX_TRY(CheckProxyEnvConflicts(policy.network_allowlist.proxy_env, policy.env));
+    for (const InjectRule& rule : policy.network_allowlist.inject) {
+      if (policy.env.count(rule.sandbox_placeholder_env) != 0) {
+        return InvalidInput("env." + rule.sandbox_placeholder_env +
+                            ": also network.inject's sandbox_placeholder_env (rule \"" +
+                            rule.name + "\"), which sets it to the placeholder; remove one");
+      }
+    }
+  }
+  return Ok{};
+}
+
+Result<void> ValidateNetworkAllowlist(const NetworkAllowlist& allowlist) {
+  using Ranges = NetworkLimitRanges;
+  for (const auto& [key, rules] :
+       {std::pair{"allow", &allowlist.allow}, std::pair{"deny", &allowlist.deny},
+        std::pair{"allow_private", &allowlist.allow_private}}) {
+    if (rules->size() > Ranges::kMaxRules) {
+      return InvalidInput(std::string("network.") + key + ": " + std::to_string(rules->size()) +
+                          " rules; at most 1024");
+    }
+  }
+  for (size_t i = 0; i < allowlist.allow_private.size(); ++i) {
+    const NetworkRule& rule = allowlist.allow_private[i];
+    if (rule.kind != HostPatternKind::kAddress) {
+      return InvalidInput(
+          "network.allow_private[" + std::to_string(i) + "]: \"" + rule.text +
+          "\": allow_private takes IP addresses and CIDRs (like \"10.20.0.0/16:8443\"), not "
+          "names; list the name in allow and the internal addresses it resolves to here");
+    }
+  }
+  const NetworkLimits& limits = allowlist.limits;
+  SBX_TRY(CheckCount("network.limits.max_connections", limits.max_connections,
+                     Ranges::kMinConnections, Ranges::kMaxConnections));
+  SBX_TRY(CheckSize("network.limits.egress_bytes", limits.egress_bytes_max, Ranges::kMinEgress,
+                    Ranges::kMaxEgress, "bytes sent upstream per run"));
+  SBX_TRY(CheckSeconds("network.limits.connect_timeout", limits.connect_timeout_seconds,
+                       Ranges::kMinConnectTimeout, Ranges::kMaxConnectTimeout));
+  SBX_TRY(CheckSeconds("network.limits.idle_timeout", limits.idle_timeout_seconds,
+                       Ranges::kMinIdleTimeout, Ranges::kMaxIdleTimeout));
+  SBX_TRY(CheckCapturePorts(allowlist, "network"));
+  SBX_TRY(ValidateInjectRules(allowlist));
+  // sbx-netd receives the allowlist in one control message, next to a small envelope.
+  const size_t json_bytes = NetworkAllowlistToJson(allowlist).size();
+  if (json_bytes > kNetdMaxMessage - kNetdEnvelopeBytes) {
+    return InvalidInput("network: the rules take " + std::to_string(json_bytes) +
+                        " bytes as JSON; at most " +
+                        std::to_string(kNetdMaxMessage - kNetdEnvelopeBytes) +
+                        " fit the message to sbx-netd (use fewer rules, or *.suffix rules)");
+  }
+  return Ok{};
+}
+
+const char* LayerName(Layer layer) {
+  switch (layer) {
+    case Layer::kCgroup: return "cgroup";
+    case Layer::kSeccomp: return "seccomp";
+  }
+  return "?";
+}
+
+Result<Layer> ParseLayer(const std::string& name) {
+  if (name == "cgroup") return Layer::kCgroup;
+  if (name == "seccomp") return Layer::kSeccomp;
+  return InvalidInput("\"" + name + "\" is not a layer that may be degraded; use \"cgroup\" or \"seccomp\"");
+}
+
+const char* NetworkModeName(NetworkMode mode) {
+  switch (mode) {
+    case NetworkMode::kNone: return "none";
+    case NetworkMode::kHost: return "host";
+    case NetworkMode::kAllowlist: return "allowlist";
+  }
+  return "?";
+}
+
+const char* IsolationName(Isolation isolation) {
+  return isolation == Isolation::kOuter ? "outer" : "namespaces";
+}
+
+Result<Isolation> ParseIsolation(const std::string& name, const std::string& field) {
+  if (name == "namespaces") return Isolation::kNamespaces;
+  if (name == "outer") return Isolation::kOuter;
+  return InvalidInput(field + ": \"" + name +
+                      "\" is not an isolation mode; use \"namespaces\" (the default) or \"outer\" "
+                      "(only where the container runtime isolates, such as gVisor or Kata)");
+}
+
+}  // namespace sbx
