@@ -95,6 +95,9 @@ inline std::optional<CaptureKind> ParseCaptureKind(std::string_view name) {
 inline constexpr int kNetdControlFd = 3;
 inline constexpr int kNetdAuditLogFd = 4;
 inline constexpr size_t kNetdMaxMessage = 64 * 1024;
+// Room left in the first message for everything but the allowlist:
+// {"v":1,"run":"<id>","audit_log":true,"network":...}.
+inline constexpr size_t kNetdEnvelopeBytes = 1024;
 inline constexpr size_t kNetdMaxFdsPerMessage = 200;  // below the kernel's SCM_MAX_FD (253)
 // One CA file of the policy (network.extra_ca_files[i], upstream_ca_files[i]); a bigger one
 // refuses the run, naming it. Bundles of whole distributions are ~200 KB.

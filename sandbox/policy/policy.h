@@ -99,10 +99,6 @@ struct NetworkLimitRanges {
   static constexpr size_t kMaxRules = 1024;  // per list
 };
 
-// Room left in sbx-netd's first control message (kNetdMaxMessage) for everything but the
-// allowlist: {"v":1,"run":"<id>","audit_log":true,"network":...}.
-inline constexpr size_t kNetdEnvelopeBytes = 1024;
-
 // Checks every field against its range and the host (memory and tmpfs sizes at most the
 // host's RAM, cpus at most its CPU count). The error names the field and the fix.
 Result<void> ValidatePolicy(const Policy& policy);
