@@ -97,7 +97,7 @@ pid_t CloneSandbox(uint64_t flags, int cgroup_fd, int* pidfd) {
 }
 
 RunStatus StatusFrom(const SupervisionOutcome& outcome, const CgroupUsage& usage, RunResult& result) {
-  if (outcome.helper_died) return RunStatus::kNetworkHelperDied;
+  if (outcome.helper_died) return RunStatus::kNetdDied;
   if (outcome.timed_out) return RunStatus::kTimedOut;
   if (outcome.cancelled) return RunStatus::kCancelled;
   if (!outcome.program_status) {
@@ -368,7 +368,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   std::unique_ptr<AllowlistRun> allowlist;
   if (policy.network == NetworkMode::kAllowlist) {
     auto started = AllowlistRun::Start(policy.network_allowlist,
-                                       {spec.network_helper_binary, spec.network_log_path,
+                                       {spec.netd_binary, spec.network_log_path,
                                         result.run_id, image ? image->fd.get() : -1});
     if (!started) return started.error();
     allowlist = std::move(*started);

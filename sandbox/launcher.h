@@ -114,7 +114,7 @@ struct RunSpec {
   // named after the run; an existing file is refused) and which sbx-netd to start ("" : the
   // one next to this executable or the one this tree built).
   std::string network_log_path;
-  std::string network_helper_binary;
+  std::string netd_binary;
 };
 
 // Where a zygote run (RunSpec::zygote_keeps_namespace_capabilities) sees the image.

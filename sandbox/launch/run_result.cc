@@ -15,7 +15,7 @@ const char* RunStatusName(RunStatus status) {
     case RunStatus::kSeccompViolation: return "seccomp_violation";
     case RunStatus::kSetupFailed: return "setup_failed";
     case RunStatus::kCancelled: return "cancelled";
-    case RunStatus::kNetworkHelperDied: return "network_helper_died";
+    case RunStatus::kNetdDied: return "network_helper_died";
   }
   return "unknown";
 }
@@ -23,7 +23,7 @@ const char* RunStatusName(RunStatus status) {
 int ExitCodeFor(const RunResult& result) {
   switch (result.status) {
     case RunStatus::kSetupFailed:
-    case RunStatus::kNetworkHelperDied: return 125;
+    case RunStatus::kNetdDied: return 125;
     case RunStatus::kTimedOut: return 124;
     case RunStatus::kCancelled: return 128 + 15;
     case RunStatus::kExited:

@@ -16,7 +16,7 @@ enum class RunStatus {
   kSeccompViolation,  // killed by SIGSYS from the syscall filter
   kSetupFailed,       // the sandbox could not be set up; nothing of the program ran
   kCancelled,         // the caller stopped it (RunSpec::cancel_fd), like a timeout
-  kNetworkHelperDied,  // sbx-netd (network allowlist) died: the run was killed at once
+  kNetdDied,  // sbx-netd (network allowlist) died: the run was killed at once
 };
 
 // One line of the `enforcement` map: a limit or layer and what enforced it.
@@ -71,7 +71,7 @@ struct RunResult {
 const char* RunStatusName(RunStatus status);
 
 // The CLI exit code for a result (docs/architecture.md, Conventions): the program's code; 128+N for
-// signal N; 124 timed out; 125 setup failed or the network helper died; 126 cannot execute; 127 not
+// signal N; 124 timed out; 125 setup failed or sbx-netd died; 126 cannot execute; 127 not
 // found; 143 cancelled (stopped with SIGTERM, as `docker stop` reports it).
 int ExitCodeFor(const RunResult& result);
 

@@ -19,7 +19,7 @@ struct SupervisedChild {
   int stdout_fd = -1;
   int stderr_fd = -1;
   int cancel_fd = -1;  // readable or hung up: stop the run as at the timeout (-1: none)
-  // The network helper's control socket (network allowlist): readable or hung up means the
+  // sbx-netd's control socket (network allowlist): readable or hung up means the
   // helper died or misbehaved; the run is killed at once, without a grace (-1: none).
   int helper_fd = -1;
   // Isolation::kOuter: the init is stopped by a byte on sync_fd, on which it kills and reaps the

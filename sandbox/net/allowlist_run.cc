@@ -37,8 +37,8 @@ std::string DefaultLogPath(const std::string& run_id) {
 
 }  // namespace
 
-std::string DefaultNetworkHelperPath() {
-  auto next_to_us = NetworkHelperNextToExecutable();
+std::string DefaultNetdPath() {
+  auto next_to_us = NetdNextToExecutable();
   return next_to_us ? *next_to_us : SBX_NETD_BUILD_PATH;
 }
 
@@ -53,8 +53,8 @@ Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist
   auto log = CreateLog(run->log_path_);
   if (!log) return log.error();
   run->log_ = std::move(*log);
-  const std::string binary = options.helper_binary.empty() ? DefaultNetworkHelperPath() : options.helper_binary;
-  auto helper = StartNetworkHelper(binary, options.run_id, allowlist, run->log_.get(),
+  const std::string binary = options.helper_binary.empty() ? DefaultNetdPath() : options.helper_binary;
+  auto helper = StartNetd(binary, options.run_id, allowlist, run->log_.get(),
                                    run->trust_.netd_tls_json(), run->trust_.netd_ca_pems());
   run->trust_.ForgetNetdTlsJson();
   if (!helper) {

@@ -26,14 +26,14 @@
 namespace sbx {
 
 struct AllowlistRunOptions {
-  std::string helper_binary;  // "" : DefaultNetworkHelperPath()
+  std::string helper_binary;  // "" : DefaultNetdPath()
   std::string log_path;       // "" : a new file in $TMPDIR (or /tmp) named after the run id
   std::string run_id;
   int image_fd = -1;          // the image's root: its CA bundle, for inject rules and extra CAs
 };
 
 // sbx-netd next to the running executable, else the one this source tree built.
-std::string DefaultNetworkHelperPath();
+std::string DefaultNetdPath();
 
 class AllowlistRun {
  public:
@@ -67,7 +67,7 @@ class AllowlistRun {
   bool all_tcp_ports_ = false;  // the child's redirect is in place (HandOver saw its listener)
   Tracking tracking_ = Tracking::kTcpShortLived;  // what the redirect's batch left tracked
 
-  std::unique_ptr<NetworkHelper> helper_;
+  std::unique_ptr<NetdProcess> helper_;
   UniqueFd log_;
   std::string log_path_;
   UniqueFd receive_;

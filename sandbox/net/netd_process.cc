@@ -47,12 +47,12 @@ Result<json> ReceiveReply(int fd, const char* expected) {
   pollfd wait{fd, POLLIN, 0};
   int ready;
   do {
-    ready = poll(&wait, 1, kNetworkHelperReplyTimeoutMs);
+    ready = poll(&wait, 1, kNetdReplyTimeoutMs);
   } while (ready < 0 && errno == EINTR);
   if (ready < 0) return SysError(ErrorCode::kIo, "sbx-netd: poll(control)");
   if (ready == 0) {
     return HelperError(std::string("no \"") + expected + "\" within " +
-                       std::to_string(kNetworkHelperReplyTimeoutMs / 1000) + " s");
+                       std::to_string(kNetdReplyTimeoutMs / 1000) + " s");
   }
   std::string buffer(kNetdMaxMessage + 1, '\0');
   ssize_t size;
@@ -140,11 +140,11 @@ int ExecHelperInChild(const char* binary, int control, int audit, int dev_null, 
 
 }  // namespace
 
-Result<std::string> NetworkHelperNextToExecutable() {
+Result<std::string> NetdNextToExecutable() {
   return SiblingExecutable("sbx-netd", "build it, or give the helper's path explicitly");
 }
 
-Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& binary,
+Result<std::unique_ptr<NetdProcess>> StartNetd(const std::string& binary,
                                                           const std::string& run_id,
                                                           const NetworkAllowlist& allowlist,
                                                           int audit_fd,
@@ -208,7 +208,7 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
     (void)!write(exec_write.get(), &err, sizeof(err));
     _exit(127);
   }
-  std::unique_ptr<NetworkHelper> helper(new NetworkHelper);
+  std::unique_ptr<NetdProcess> helper(new NetdProcess);
   helper->pid_ = pid;
   helper->binary_ = binary;
   helper->control_ = std::move(runner_end);
@@ -229,7 +229,7 @@ Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string& bin
   return helper;
 }
 
-Error NetworkHelper::ExecFailureOr(Error otherwise) {
+Error NetdProcess::ExecFailureOr(Error otherwise) {
   // The child writes execve's errno to the CLOEXEC pipe before it exits; an exec'd helper
   // closes the pipe without a word.
   int exec_errno = 0;
@@ -243,7 +243,7 @@ Error NetworkHelper::ExecFailureOr(Error otherwise) {
   return otherwise;
 }
 
-Result<void> NetworkHelper::AwaitReady() {
+Result<void> NetdProcess::AwaitReady() {
   if (ready_) return Ok{};
   auto ready = ReceiveReply(control_fd(), "ready");
   if (!ready) return ExecFailureOr(ready.error());
@@ -252,7 +252,7 @@ Result<void> NetworkHelper::AwaitReady() {
   return Ok{};
 }
 
-Result<std::string> NetworkHelper::AwaitRunCaCertificate() {
+Result<std::string> NetdProcess::AwaitRunCaCertificate() {
   auto reply = ReceiveReply(control_fd(), "ca_cert_pem");
   if (!reply) return ExecFailureOr(reply.error());
   const json& cert = (*reply)["ca_cert_pem"];
@@ -262,7 +262,7 @@ Result<std::string> NetworkHelper::AwaitRunCaCertificate() {
   return cert.get<std::string>();
 }
 
-Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CapturedSocket>& sockets) {
+Result<void> NetdProcess::SendCaptureSockets(const std::vector<CapturedSocket>& sockets) {
   SBX_TRY(AwaitReady());
   size_t at = 0;
   do {
@@ -284,12 +284,12 @@ Result<void> NetworkHelper::SendCaptureSockets(const std::vector<CapturedSocket>
   return Ok{};
 }
 
-void NetworkHelper::RequestStop() {
+void NetdProcess::RequestStop() {
   if (!ready_ || stop_sent_) return;
   stop_sent_ = static_cast<bool>(SendDatagram(control_fd(), json{{"stop", true}}.dump()));
 }
 
-Result<NetworkSummary> NetworkHelper::Stop() {
+Result<NetworkSummary> NetdProcess::Stop() {
   if (auto ready = AwaitReady(); !ready) {  // a run that ended before its capture sockets arrived
     KillAndReap();
     return ready.error();
@@ -310,12 +310,12 @@ Result<NetworkSummary> NetworkHelper::Stop() {
   return summary;
 }
 
-void NetworkHelper::KillAndReap() {
+void NetdProcess::KillAndReap() {
   if (reaped_ || pid_ <= 0) return;
   KillAndWaitForChild(pid_, pidfd_.get());
   reaped_ = true;
 }
 
-NetworkHelper::~NetworkHelper() { KillAndReap(); }
+NetdProcess::~NetdProcess() { KillAndReap(); }
 
 }  // namespace sbx

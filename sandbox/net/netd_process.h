@@ -3,8 +3,8 @@
 // (netpolicy/netd_protocol.h is the protocol, message by message).
 //
 // Usage, in the runner (the parent of the sandbox):
-//   1. `auto helper = StartNetworkHelper(path, run_id, allowlist, audit_fd);` (path: the run's
-//      own setting, else DefaultNetworkHelperPath() in allowlist_run.h) before cloning the
+//   1. `auto helper = StartNetd(path, run_id, allowlist, audit_fd);` (path: the run's
+//      own setting, else DefaultNetdPath() in allowlist_run.h) before cloning the
 //      sandbox child: forks and executes sbx-netd and sends the run's policy without waiting
 //      for either (a binary that is missing or not executable fails here; any other execve
 //      error and a policy netd refuses fail at step 2).
@@ -17,7 +17,7 @@
 //      end the run as network_helper_died) or the pidfd.
 //   4. `helper->RequestStop()` as soon as the run has ended (optional: netd winds down while
 //      the runner cleans up), then `helper->Stop()`: the summary for the run's result.
-// Destroying a NetworkHelper kills the helper (SIGKILL) and reaps it, whatever state it is in;
+// Destroying a NetdProcess kills the helper (SIGKILL) and reaps it, whatever state it is in;
 // after Stop() it is already killed and being reaped in the background (reap_later.h).
 // The helper also dies with the thread that started it (PR_SET_PDEATHSIG): start it from a
 // thread that lives as long as the run.
@@ -51,11 +51,11 @@ struct NetworkSummary {
   std::string log_sha256;  // of the audit log after its last record; "" without one
 };
 
-class NetworkHelper {
+class NetdProcess {
  public:
-  ~NetworkHelper();
-  NetworkHelper(const NetworkHelper&) = delete;
-  NetworkHelper& operator=(const NetworkHelper&) = delete;
+  ~NetdProcess();
+  NetdProcess(const NetdProcess&) = delete;
+  NetdProcess& operator=(const NetdProcess&) = delete;
 
   // Step 1b (inject rules only): the run CA's certificate. A policy netd refuses before it
   // mints the CA (a CA file that does not parse) comes back here as the error.
@@ -77,12 +77,12 @@ class NetworkHelper {
   int pidfd() const { return pidfd_.get(); }
 
  private:
-  friend Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(const std::string&,
+  friend Result<std::unique_ptr<NetdProcess>> StartNetd(const std::string&,
                                                                    const std::string&,
                                                                    const NetworkAllowlist&, int,
                                                                    const std::string&,
                                                                    const std::vector<std::string>&);
-  NetworkHelper() = default;
+  NetdProcess() = default;
   // execve's error if the helper's execve failed (read from exec_status_), else `otherwise`.
   Error ExecFailureOr(Error otherwise);
   void KillAndReap();
@@ -99,10 +99,10 @@ class NetworkHelper {
 
 // <directory of the running executable>/sbx-netd, where the build puts it next to sbx; an error
 // naming that path when no executable file is there.
-Result<std::string> NetworkHelperNextToExecutable();
+Result<std::string> NetdNextToExecutable();
 
 // How long the runner waits for each of the helper's answers before it gives up on it.
-inline constexpr int kNetworkHelperReplyTimeoutMs = 10'000;
+inline constexpr int kNetdReplyTimeoutMs = 10'000;
 
 // audit_fd: the run's network log, a new empty file opened O_WRONLY|O_APPEND by the caller
 // (becomes the helper's fd 4), or -1 for none; netd hashes what it writes. tls_json: the first
@@ -111,7 +111,7 @@ inline constexpr int kNetworkHelperReplyTimeoutMs = 10'000;
 // (NetworkTrust::netd_ca_pems), each at most kNetdMaxCaFileBytes + 1, sent in a sealed memfd
 // (any number of them fits; the hello datagram is 64 KiB). The error says why the helper
 // refused or could not start.
-Result<std::unique_ptr<NetworkHelper>> StartNetworkHelper(
+Result<std::unique_ptr<NetdProcess>> StartNetd(
     const std::string& binary, const std::string& run_id, const NetworkAllowlist& allowlist,
     int audit_fd, const std::string& tls_json = "",
     const std::vector<std::string>& ca_pems = {});

@@ -60,7 +60,7 @@ std::string Ending(const executor::CodeResult& result) {
     case RunStatus::kSeccompViolation: return "killed: a forbidden system call";
     case RunStatus::kSignaled: return "killed by a signal";
     case RunStatus::kCancelled: return "cancelled";
-    case RunStatus::kNetworkHelperDied: return "killed: the network policy's helper died (not your code's fault)";
+    case RunStatus::kNetdDied: return "killed: the network policy's helper died (not your code's fault)";
     default: return "exit code " + std::to_string(result.exit_code);
   }
 }

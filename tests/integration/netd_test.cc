@@ -398,13 +398,13 @@ class NetdTest : public ::testing::Test {
 
   // Starts netd and hands it the namespace's capture sockets (TCP: port 80 and the upstream's,
   // 53 if asked, and `more_ports`).
-  std::unique_ptr<NetworkHelper> StartServing(bool dns_over_tcp = false,
+  std::unique_ptr<NetdProcess> StartServing(bool dns_over_tcp = false,
                                               const std::vector<uint16_t>& more_ports = {}) {
     std::vector<uint16_t> ports = {80, upstream_.port()};
     if (dns_over_tcp) ports.push_back(kDnsPort);
     ports.insert(ports.end(), more_ports.begin(), more_ports.end());
     EXPECT_TRUE(MakeSandboxSockets(ports, sandbox_));
-    auto helper = StartNetworkHelper(SBX_NETD_BINARY, "run-test", allowlist_, log_.get());
+    auto helper = StartNetd(SBX_NETD_BINARY, "run-test", allowlist_, log_.get());
     EXPECT_TRUE(helper) << (helper ? "" : helper.error().message);
     if (!helper) return nullptr;
     std::vector<CapturedSocket> captures = {
@@ -433,7 +433,7 @@ class NetdTest : public ::testing::Test {
 
   // StartServing(), and in `fake` the address netd's DNS gives the upstream ("localhost");
   // null if either fails.
-  std::unique_ptr<NetworkHelper> StartRelaying(std::string& fake) {
+  std::unique_ptr<NetdProcess> StartRelaying(std::string& fake) {
     auto helper = StartServing();
     if (helper) fake = FakeAddressOf("localhost");
     EXPECT_FALSE(fake.empty());
@@ -443,7 +443,7 @@ class NetdTest : public ::testing::Test {
   // Relays the sandbox's first client to an upstream that answers a one-byte request with
   // `reply_bytes` of 'x'; the request and the sandbox's end of stream are sent. Null (with a
   // failure recorded) if any step failed.
-  std::unique_ptr<NetworkHelper> RequestLongReply(size_t reply_bytes, std::string& fake) {
+  std::unique_ptr<NetdProcess> RequestLongReply(size_t reply_bytes, std::string& fake) {
     upstream_.set_reply_bytes(reply_bytes);
     auto helper = StartRelaying(fake);
     if (!helper) return nullptr;
@@ -903,7 +903,7 @@ TEST_F(NetdTest, EndsWhenTheRunnerHangsUp) {
 }
 
 TEST_F(NetdTest, ReportsAMissingBinary) {
-  auto helper = StartNetworkHelper("/nonexistent/sbx-netd", "run", allowlist_, -1);
+  auto helper = StartNetd("/nonexistent/sbx-netd", "run", allowlist_, -1);
   ASSERT_FALSE(helper);
   EXPECT_NE(helper.error().message.find("execve(/nonexistent/sbx-netd)"), std::string::npos)
       << helper.error().message;
@@ -916,8 +916,8 @@ TEST_F(NetdTest, ReportsAnExecveFailureWhenWaitingForReady) {
   std::ofstream(path) << "not an executable format\n";
   ASSERT_EQ(chmod(path.c_str(), 0755), 0);
   // Usually the hello is sent before the failed child exits; when the child is gone first, the
-  // hello's EPIPE already reports the same reason (StartNetworkHelper's ExecFailureOr).
-  auto helper = StartNetworkHelper(path, "run", allowlist_, -1);
+  // hello's EPIPE already reports the same reason (StartNetd's ExecFailureOr).
+  auto helper = StartNetd(path, "run", allowlist_, -1);
   std::string message;
   if (helper) {
     auto serving = (*helper)->SendCaptureSockets({});
@@ -931,7 +931,7 @@ TEST_F(NetdTest, ReportsAnExecveFailureWhenWaitingForReady) {
 }
 
 TEST_F(NetdTest, StopBeforeTheCaptureSocketsIsAProtocolError) {
-  auto helper = StartNetworkHelper(SBX_NETD_BINARY, "run", allowlist_, -1);
+  auto helper = StartNetd(SBX_NETD_BINARY, "run", allowlist_, -1);
   ASSERT_TRUE(helper) << helper.error().message;
   auto summary = (*helper)->Stop();
   ASSERT_FALSE(summary);
@@ -947,18 +947,18 @@ namespace {
 
 std::string DirectoryOf(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
-TEST(NetworkHelperPath, TheBuildPutsSbxNetdNextToSbx) {
+TEST(NetdPath, TheBuildPutsSbxNetdNextToSbx) {
   EXPECT_EQ(DirectoryOf(SBX_NETD_BINARY), DirectoryOf(SBX_BINARY));
 }
 
-TEST(NetworkHelperPath, LooksNextToTheRunningExecutable) {
+TEST(NetdPath, LooksNextToTheRunningExecutable) {
   // This test binary lives in build/tests/, where there is no sbx-netd.
   char exe[PATH_MAX];
   const ssize_t size = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   ASSERT_GT(size, 0);
   const std::string expected =
       DirectoryOf(std::string(exe, static_cast<size_t>(size))) + "/sbx-netd";
-  auto path = NetworkHelperNextToExecutable();
+  auto path = NetdNextToExecutable();
   ASSERT_FALSE(path) << *path;
   EXPECT_NE(path.error().message.find(expected), std::string::npos) << path.error().message;
 }

@@ -19,7 +19,7 @@ namespace sbx {
 namespace {
 
 // The sbx-netd that this test process started (its direct child), or -1.
-pid_t OurNetworkHelper() {
+pid_t OurNetd() {
   DIR* proc = ::opendir("/proc");
   if (proc == nullptr) return -1;
   pid_t found = -1;
@@ -40,7 +40,7 @@ pid_t OurNetworkHelper() {
   return found;
 }
 
-TEST(NetworkHelperDeath, KillsTheRunAtOnce) {
+TEST(NetdDeath, KillsTheRunAtOnce) {
   testing::ScratchDir logs;
   RunSpec spec;
   spec.image_dir = testing::TestImage();
@@ -59,7 +59,7 @@ TEST(NetworkHelperDeath, KillsTheRunAtOnce) {
   pid_t helper = -1;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (helper < 0 && std::chrono::steady_clock::now() < deadline) {
-    helper = OurNetworkHelper();
+    helper = OurNetd();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_GT(helper, 0) << "sbx-netd never appeared";
@@ -78,7 +78,7 @@ TEST(NetworkHelperDeath, KillsTheRunAtOnce) {
   auto result = run.get();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
   ASSERT_TRUE(result) << result.error().ToString();
-  EXPECT_EQ(result->status, RunStatus::kNetworkHelperDied);
+  EXPECT_EQ(result->status, RunStatus::kNetdDied);
   EXPECT_EQ(ExitCodeFor(*result), 125);
   EXPECT_EQ(result->stdout_data, "started\n");
   EXPECT_LT(seconds, 5.0 * testing::WallClockScale()) << "the run outlived its helper";
