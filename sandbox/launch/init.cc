@@ -67,62 +67,52 @@ int BlockInitSignals() {
   return fd >= 0 ? fd : -errno;
 }
 
-void RunInitInChild(int sync_fd, pid_t program_pid, int signal_fd, uint32_t report_flags) {
-  struct pollfd fds[2] = {{signal_fd, POLLIN, 0}, {sync_fd, POLLIN, 0}};
-  for (;;) {
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      KillEveryoneAndExit(sync_fd, false, 0, 0);
-    }
-    if (fds[1].revents != 0) {
-      // The parent never writes after "go": readable or hung up both mean it is gone.
-      KillEveryoneAndExit(sync_fd, false, 0, 0);
-    }
-    if (fds[0].revents == 0) continue;
-    struct signalfd_siginfo info;
-    while (::read(signal_fd, &info, sizeof(info)) == sizeof(info)) {
-      if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT || info.ssi_signo == SIGHUP) {
-        SignalEveryone(SIGCONT);
-        SignalEveryone(SIGTERM);
-      }
-    }
-    int status = 0;
-    pid_t pid;
-    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      if (pid == program_pid) KillEveryoneAndExit(sync_fd, true, status, report_flags);
-    }
-  }
-}
+namespace {
 
-void RunOuterInitInChild(int sync_fd, pid_t program_pid, int signal_fd) {
+// The init's wait, shared by both kinds of run: forwards a stop request (SIGTERM, SIGINT,
+// SIGHUP) as SIGCONT then SIGTERM through `signal_all`, reaps every child, and returns when
+// the program ends (true, its wait status in `program_status`) or the parent is gone (false:
+// it never writes after "go", so `sync_fd` readable or hung up both mean that).
+bool WaitForProgramOrParent(int sync_fd, pid_t program_pid, int signal_fd, void (*signal_all)(int),
+                            int* program_status) {
   struct pollfd fds[2] = {{signal_fd, POLLIN, 0}, {sync_fd, POLLIN, 0}};
-  int program_status = 0;
-  bool program_ended = false;
   for (;;) {
     const int ready = ::poll(fds, 2, -1);
-    if ((ready < 0 && errno != EINTR) || (ready > 0 && fds[1].revents != 0)) {
-      KillDescendantsAndReap(program_pid, &program_status, &program_ended);
-      ::_exit(0);
-    }
+    if ((ready < 0 && errno != EINTR) || (ready > 0 && fds[1].revents != 0)) return false;
     if (ready <= 0 || fds[0].revents == 0) continue;
     struct signalfd_siginfo info;
     while (::read(signal_fd, &info, sizeof(info)) == sizeof(info)) {
       if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT || info.ssi_signo == SIGHUP) {
-        SignalDescendants(SIGCONT);
-        SignalDescendants(SIGTERM);
+        signal_all(SIGCONT);
+        signal_all(SIGTERM);
       }
     }
     int status = 0;
     pid_t pid;
     while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      if (pid != program_pid) continue;  // an orphan that reparented here
-      program_status = status;
-      program_ended = true;
-      KillDescendantsAndReap(program_pid, &program_status, &program_ended);
-      ReportProgramEnded(sync_fd, program_status, 0);
-      ::_exit(0);
+      if (pid != program_pid) continue;  // an orphan
+      *program_status = status;
+      return true;
     }
   }
+}
+
+}  // namespace
+
+void RunInitInChild(int sync_fd, pid_t program_pid, int signal_fd, uint32_t report_flags) {
+  int status = 0;
+  const bool ended = WaitForProgramOrParent(sync_fd, program_pid, signal_fd, SignalEveryone, &status);
+  KillEveryoneAndExit(sync_fd, ended, status, ended ? report_flags : 0);
+}
+
+void RunOuterInitInChild(int sync_fd, pid_t program_pid, int signal_fd) {
+  int status = 0;
+  bool program_ended = WaitForProgramOrParent(sync_fd, program_pid, signal_fd,
+                                              [](int signal) { SignalDescendants(signal); }, &status);
+  const bool report = program_ended;  // the parent gone: nobody reads a report
+  KillDescendantsAndReap(program_pid, &status, &program_ended);
+  if (report) ReportProgramEnded(sync_fd, status, 0);
+  ::_exit(0);
 }
 
 }  // namespace sbx
