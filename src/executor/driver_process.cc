@@ -174,17 +174,16 @@ Result<std::unique_ptr<DriverProcess>> StartLocalDriver(const std::vector<std::s
   // parent-death signal when the forking thread exits, not the process, so a driver forked by
   // a caller's short-lived thread would be killed with that thread.
   struct Forked {
-    pid_t pid = -1;
-    int error = 0;
-    const char* call = "";
+    pid_t pid = -1;  // -1: `error` says why
     UniqueFd pidfd;
+    Error error;
   };
   std::promise<Forked> forked;
   std::future<Forked> started = forked.get_future();
   std::thread parent_thread([&, promise = std::move(forked)]() mutable {
     pid_t pid = ::fork();
     if (pid < 0) {
-      promise.set_value(Forked{-1, errno, "fork", {}});
+      promise.set_value(Forked{-1, {}, SysError(ErrorCode::kIo, "fork")});
       return;
     }
     if (pid == 0) {
@@ -202,11 +201,11 @@ Result<std::unique_ptr<DriverProcess>> StartLocalDriver(const std::vector<std::s
     if (!pidfd) {
       int saved = errno;
       KillAndWaitForChild(pid, -1);
-      promise.set_value(Forked{-1, saved, "pidfd_open", {}});
+      promise.set_value(Forked{-1, {}, SysError(ErrorCode::kUnavailable, "pidfd_open", saved)});
       return;
     }
     const int watched = pidfd.get();  // the LocalDriver's, open until it has joined us
-    promise.set_value(Forked{pid, 0, "", std::move(pidfd)});
+    promise.set_value(Forked{pid, std::move(pidfd), {}});
     // Returns once the driver has exited (or was reaped: ECHILD), never for a reused pid.
     siginfo_t info{};
     while (::waitid(P_PIDFD, static_cast<id_t>(watched), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
@@ -215,8 +214,7 @@ Result<std::unique_ptr<DriverProcess>> StartLocalDriver(const std::vector<std::s
   Forked child = started.get();
   if (child.pid < 0) {
     parent_thread.join();
-    return SysError(child.call == std::string("fork") ? ErrorCode::kIo : ErrorCode::kUnavailable, child.call,
-                    child.error);
+    return child.error;
   }
   return std::unique_ptr<DriverProcess>(
       new LocalDriver(std::move(sockets->host), child.pid, std::move(child.pidfd), std::move(parent_thread)));

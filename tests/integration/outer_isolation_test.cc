@@ -44,19 +44,9 @@ class OuterWorkspace {
   ScratchDir dir_;
 };
 
-// RunInSandbox without the test image, which an outer run never uses.
 RunResult RunOuter(const std::vector<std::string>& argv, const Policy& policy = OuterPolicy(),
                    const std::string& workspace = "") {
-  RunSpec spec;
-  spec.policy = policy;
-  spec.argv = argv;
-  spec.workspace_dir = workspace;
-  auto result = RunSandboxed(spec);
-  if (!result) {
-    ADD_FAILURE() << "sbx refused: " << result.error().ToString();
-    return RunResult{};
-  }
-  return *result;
+  return RunInSandbox(argv, policy, workspace);
 }
 
 // True when `pid` is a live process named `comm` (a reused pid would have another name).

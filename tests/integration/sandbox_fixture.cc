@@ -36,7 +36,8 @@ RunResult RunInSandbox(const std::vector<std::string>& argv, const Policy& polic
   RunSpec spec;
   spec.policy = policy;
   spec.argv = argv;
-  spec.image_dir = TestImage();
+  // An outer run mounts no image, so it needs none.
+  if (policy.isolation == Isolation::kNamespaces) spec.image_dir = TestImage();
   spec.workspace_dir = workspace;
   auto result = RunSandboxed(spec);
   if (!result) {

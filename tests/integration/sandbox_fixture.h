@@ -18,6 +18,7 @@ namespace sbx::testing {
 std::string TestImage();
 
 // Runs argv under `policy` (default policy when omitted); fails the test on an sbx error.
+// Under isolation "outer" there is no image to find.
 RunResult RunInSandbox(const std::vector<std::string>& argv, const Policy& policy = Policy{},
                        const std::string& workspace = "");
 
