@@ -3,12 +3,15 @@
 // for reference bare python3 of the image and the floor of any pool here (kForkFloorScript).
 //
 //   build/sbx_pool_bench [--image DIR] [--iterations N] [--warm N] [--seconds S] [--prefault-mib M]
-//                        [--refill-deferral-ms MS]
+//                        [--refill-deferral-ms MS] [--threads 1,2,4]
 //
 // --prefault-mib sets PoolOptions::prefault_budget_bytes (default the pool's 4 MiB; 0 turns the
 // pre-fault off, 64 takes every page learned), to see what the pre-fault trades: first-execution
 // latency for memory. --refill-deferral-ms sets PoolOptions::refill_deferral_seconds (default
-// 500 ms; 0 refills while sessions execute), for its A/B.
+// 500 ms; 0 refills while sessions execute), for its A/B. --threads sets the client threads of
+// the throughput lines (and the floor's process counts); each pooled line prints its ratio to
+// the floor measured in the same run.
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +22,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,10 +84,14 @@ def forks_per_second(workers, seconds=3.0):
     with os.fdopen(counts_r) as counts:
         return sum(int(line) for line in counts) / seconds
 
+import sys
 samples = sorted(answer_in_preforked_child() for _ in range(30))
 print("%-44s median %8.2f ms   p90 %8.2f ms   (n=%d)" % ("floor: describe in a pre-forked child", samples[15], samples[27], len(samples)))
-for workers in (1, 2):
-    print("%-44s %8.1f /s  (%d process%s, no sandbox)" % ("floor: fork + describe + exit", forks_per_second(workers), workers, "" if workers == 1 else "es"))
+print("floor-describe-ms %f" % samples[15], file=sys.stderr)
+for workers in WORKERS:
+    rate = forks_per_second(workers)
+    print("%-44s %8.1f /s  (%d process%s, no sandbox)" % ("floor: fork + describe + exit", rate, workers, "" if workers == 1 else "es"))
+    print("floor-rate %d %f" % (workers, rate), file=sys.stderr)
 )py";
 
 // The image's python3 running `code`, only chrooted (uid 1000, the sandbox's environment): no
@@ -95,18 +104,84 @@ int RunImagePython(const std::string& image, const char* code, const std::vector
   return waitpid(pid, &status, 0) == pid ? status : -1;
 }
 
+// What the floor script reports on its stderr, for the ratios of the pooled lines.
+struct Floor {
+  double describe_ms = 0;          // describe in a pre-forked child, median
+  std::map<int, double> per_second;  // fork + describe + exit, by process count
+};
+
+// Runs kForkFloorScript with `workers` as its process counts; its human lines go to our
+// stdout, its figures come back through a pipe on its stderr.
+Floor RunFloor(const std::string& image, const std::vector<int>& workers, const std::vector<char*>& env) {
+  Floor floor;
+  std::string counts;
+  for (int count : workers) counts += std::to_string(count) + ",";
+  const std::string script = "WORKERS = (" + counts + ")\n" + kForkFloorScript;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return floor;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  const char* args[] = {"chroot", "--userspec=1000:1000", image.c_str(), "/usr/bin/python3", "-c", script.c_str(),
+                        nullptr};
+  pid_t pid;
+  int spawned = posix_spawnp(&pid, "chroot", &actions, nullptr, const_cast<char**>(args), env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (spawned != 0) {
+    close(fds[0]);
+    return floor;
+  }
+  std::string report;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fds[0], buffer, sizeof buffer)) > 0;) report.append(buffer, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (status != 0) std::fprintf(stderr, "floor: the image's python3 failed (status 0x%x):\n%s", status, report.c_str());
+  std::istringstream lines(report);
+  for (std::string line; std::getline(lines, line);) {
+    double value = 0;
+    int count = 0;
+    if (std::sscanf(line.c_str(), "floor-describe-ms %lf", &value) == 1) floor.describe_ms = value;
+    else if (std::sscanf(line.c_str(), "floor-rate %d %lf", &count, &value) == 2) floor.per_second[count] = value;
+  }
+  return floor;
+}
+
+// " (0.82x the floor)", or nothing when the floor has no figure for it.
+std::string Ratio(double value, double floor) {
+  if (!(floor > 0)) return "";
+  char text[48];
+  std::snprintf(text, sizeof text, "  %.2fx the floor", value / floor);
+  return text;
+}
+
 double Ms(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
 }
 
-void Report(const char* what, std::vector<double> samples) {
+// Prints the median and p90 of `samples` (and the median's ratio to `floor_ms` if given).
+void Report(const char* what, std::vector<double> samples, double floor_ms = 0) {
   if (samples.empty()) {
     std::printf("%-44s no samples\n", what);
     return;
   }
   std::sort(samples.begin(), samples.end());
   auto at = [&](double q) { return samples[std::min(samples.size() - 1, static_cast<size_t>(q * samples.size()))]; };
-  std::printf("%-44s median %8.2f ms   p90 %8.2f ms   (n=%zu)\n", what, at(0.5), at(0.9), samples.size());
+  std::printf("%-44s median %8.2f ms   p90 %8.2f ms   (n=%zu)%s\n", what, at(0.5), at(0.9), samples.size(),
+              Ratio(at(0.5), floor_ms).c_str());
+}
+
+// "1,2,4" -> {1, 2, 4}; counts outside 1..64 are dropped.
+std::vector<int> ParseCounts(const std::string& text) {
+  std::vector<int> counts;
+  std::istringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    int count = std::atoi(item.c_str());
+    if (count >= 1 && count <= 64) counts.push_back(count);
+  }
+  return counts;
 }
 
 bool Ok(const sbx::Result<sbx::executor::CodeResult>& result) {
@@ -130,6 +205,7 @@ int main(int argc, char** argv) {
   size_t warm = 4;
   size_t prefault_budget = sbx::executor::kDefaultPrefaultBudgetBytes;
   double seconds = 5;
+  std::vector<int> thread_counts = {1, 2, 4};
   double refill_deferral_seconds = sbx::executor::PoolOptions{}.refill_deferral_seconds;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
@@ -138,6 +214,7 @@ int main(int argc, char** argv) {
     else if (flag == "--warm") warm = static_cast<size_t>(std::atoi(argv[i + 1]));
     else if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
     else if (flag == "--refill-deferral-ms") refill_deferral_seconds = std::atof(argv[i + 1]) / 1000;
+    else if (flag == "--threads") thread_counts = ParseCounts(argv[i + 1]);
     else if (flag == "--prefault-mib") prefault_budget = static_cast<size_t>(std::atof(argv[i + 1]) * (1 << 20));
   }
   const std::vector<CodeBlock> blocks = {{"python", kCode}};
@@ -164,9 +241,7 @@ int main(int argc, char** argv) {
   }
   Report("bare python3 -c (chroot into the image)", bare);
   std::fflush(stdout);  // our lines first: the floor script writes to the same stdout
-  if (int status = RunImagePython(image, kForkFloorScript, env); status != 0) {
-    std::fprintf(stderr, "floor: the image's python3 failed (status 0x%x); no floor figures\n", status);
-  }
+  const Floor floor = RunFloor(image, thread_counts, env);
 
   // Cold: a new SessionExecutor (a fresh sandbox and interpreter) per session.
   std::vector<double> cold;
@@ -220,7 +295,7 @@ int main(int argc, char** argv) {
       pooled.push_back(Ms(start));
     }
     Report("pooled: acquire only", acquire_only);
-    Report("pooled: acquire + describe", pooled);
+    Report("pooled: acquire + describe", pooled, floor.describe_ms);
     std::sort(idle_memory.begin(), idle_memory.end());
     std::printf("%-44s median %8.2f MiB  max %6.2f MiB (n=%zu)\n", "idle pooled session, private memory",
                 idle_memory[idle_memory.size() / 2], idle_memory.back(), idle_memory.size());
@@ -251,8 +326,8 @@ int main(int argc, char** argv) {
                   used[used.size() / 2], used.back(), used.size());
   }
 
-  // Throughput: fresh isolated session + describe + close, back to back, on 1 and 2 threads.
-  for (int threads : {1, 2}) {
+  // Throughput: fresh isolated session + describe + close, back to back, per thread count.
+  for (int threads : thread_counts) {
     std::atomic<long> done{0};
     std::atomic<bool> failed{false};
     auto start = Clock::now();
@@ -273,8 +348,10 @@ int main(int argc, char** argv) {
     }
     for (auto& worker : workers) worker.join();
     double elapsed = Ms(start) / 1000;
-    std::printf("%-44s %8.1f /s  (%ld in %.1f s, %d thread%s)%s\n", "pooled executions per second",
+    auto floor_rate = floor.per_second.find(threads);
+    std::printf("%-44s %8.1f /s  (%ld in %.1f s, %d thread%s)%s%s\n", "pooled executions per second",
                 done / elapsed, done.load(), elapsed, threads, threads == 1 ? "" : "s",
+                Ratio(done / elapsed, floor_rate == floor.per_second.end() ? 0 : floor_rate->second).c_str(),
                 failed ? "  FAILED" : "");
   }
   return 0;

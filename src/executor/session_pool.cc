@@ -121,10 +121,12 @@ struct PoolCore {
     while (true) {
       changed.wait(lock, [this] { return stopping || warm.size() + spawning < options.warm_sessions; });
       if (stopping) return;
-      // Background work yields to executions (PoolOptions::refill_deferral_seconds), unless
-      // the pool has run dry.
+      // Background work yields to executions (PoolOptions::refill_deferral_seconds) while at
+      // least half the warm sessions are ready. Below that the clients take sessions faster
+      // than a deferred refill makes them, and an Acquire on an empty pool waits for a whole
+      // spawn of its own.
       changed.wait_for(lock, std::chrono::duration<double>(options.refill_deferral_seconds),
-                       [this] { return stopping || executing == 0 || warm.empty(); });
+                       [this] { return stopping || executing == 0 || warm.size() < LowWater(); });
       if (stopping) return;
       if (warm.size() + spawning >= options.warm_sessions) continue;  // another thread took it
       ++spawning;
@@ -143,6 +145,10 @@ struct PoolCore {
       changed.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping; });
     }
   }
+
+  // Warm sessions below which refills no longer yield to executions: half the target, at
+  // least one.
+  size_t LowWater() const { return std::max<size_t>(1, (options.warm_sessions + 1) / 2); }
 
   void Shutdown() {
     {

@@ -71,10 +71,12 @@ struct PoolOptions {
   size_t prefault_budget_bytes = kDefaultPrefaultBudgetBytes;
   double start_timeout_seconds = 120;
   // Refilling waits while any pooled session executes (from Acquire to the end of its first
-  // execution or its Close, and during each later execution), at most this long, and not at all once no session
-  // is warm. A spawn (the zygote's fork, mounts, the pre-fault) and an execution contend for
-  // page-table work that a 2-core VM does not run in parallel: together, a first describe took
-  // 85-100 ms instead of 40-45 ms (sbx_pool_bench; docs/performance.md). 0: refill at once.
+  // execution or its Close, and during each later execution), at most this long, and not at
+  // all once fewer than half the warm sessions are ready (clients then take sessions faster
+  // than deferred refills make them). A spawn (the zygote's fork, mounts, the pre-fault) and
+  // an execution contend for page-table work that a 2-core VM does not run in parallel:
+  // together, a first describe took 85-100 ms instead of 40-45 ms (sbx_pool_bench;
+  // docs/performance.md). 0: refill at once.
   double refill_deferral_seconds = 0.5;
 };
 

@@ -178,14 +178,22 @@ TEST(SessionPool, NetworkPoliciesOtherThanNoneAreRefused) {
   }
 }
 
+// A pool of `warm` sessions that defers refills by `deferral_seconds`, once all are warm.
+std::unique_ptr<SessionPool> FullPool(size_t warm, double deferral_seconds) {
+  PoolOptions options = Options(warm);
+  options.refill_deferral_seconds = deferral_seconds;
+  auto pool = NewPool(options);
+  if (pool) {
+    EXPECT_EQ(pool->WaitForWarm(warm, 120 * WallClockScale()), warm);
+  }
+  return pool;
+}
+
 TEST(SessionPool, RefillWaitsWhileASessionExecutesButNotForever) {
   // Two seconds of deferral: far longer than a spawn (35-100 ms), so a refill that ignored it
   // would show within the first half second.
-  PoolOptions options = Options(2);
-  options.refill_deferral_seconds = 2;
-  auto pool = NewPool(options);
+  auto pool = FullPool(2, 2);
   ASSERT_TRUE(pool);
-  ASSERT_EQ(pool->WaitForWarm(2, 120 * WallClockScale()), 2u);
   auto busy = Acquire(*pool);  // busy until its first execution ends
   ASSERT_TRUE(busy);
   EXPECT_EQ(pool->WaitForWarm(2, 0.5), 1u) << "refilled while the acquired session waited to execute";
@@ -208,14 +216,23 @@ TEST(SessionPool, RefillWaitsWhileASessionExecutesButNotForever) {
 }
 
 TEST(SessionPool, ADryPoolRefillsWithoutWaitingForExecutions) {
-  PoolOptions options = Options(1);
-  options.refill_deferral_seconds = 60;  // the longest allowed; the wait below stays under it
-  auto pool = NewPool(options);
+  auto pool = FullPool(1, 60);  // the longest deferral allowed; the wait below stays under it
   ASSERT_TRUE(pool);
-  ASSERT_EQ(pool->WaitForWarm(1, 120 * WallClockScale()), 1u);
   auto busy = Acquire(*pool);  // takes the only warm session: the pool is dry
   ASSERT_TRUE(busy);
   EXPECT_EQ(pool->WaitForWarm(1, 40), 1u) << "a dry pool waited for the deferral";
+}
+
+TEST(SessionPool, BelowHalfTheWarmSessionsARefillNoLongerWaits) {
+  auto pool = FullPool(4, 60);  // the longest deferral allowed; every wait below stays under it
+  ASSERT_TRUE(pool);
+  std::vector<std::unique_ptr<PooledSessionExecutor>> busy;  // each busy until its first execution
+  busy.push_back(Acquire(*pool));
+  EXPECT_EQ(pool->WaitForWarm(4, 1.0), 3u) << "three of four warm: the refill should wait for the execution";
+  busy.push_back(Acquire(*pool));
+  busy.push_back(Acquire(*pool));
+  // One of four left: clients are taking sessions faster than a deferred refill makes them.
+  EXPECT_GE(pool->WaitForWarm(2, 40), 2u) << "a pool below half its warm sessions waited for the deferral";
 }
 
 TEST(SessionPool, RefillDeferralOutOfRangeIsRefused) {
