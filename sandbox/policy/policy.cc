@@ -15,7 +15,6 @@
 #include "base/units.h"
 
 namespace sbx {
-namespace {
 
 uint64_t HostMemoryBytes() {
   std::ifstream meminfo("/proc/meminfo");
@@ -27,6 +26,8 @@ uint64_t HostMemoryBytes() {
   }
   return 1ull << 40;
 }
+
+namespace {
 
 Result<void> CheckSize(const char* field, uint64_t value, uint64_t min, uint64_t max,
                        const char* why_max) {

@@ -99,6 +99,9 @@ struct NetworkLimitRanges {
   static constexpr size_t kMaxRules = 1024;  // per list
 };
 
+// The host's RAM (MemTotal), the most limits.memory may be.
+uint64_t HostMemoryBytes();
+
 // Checks every field against its range and the host (memory and tmpfs sizes at most the
 // host's RAM, cpus at most its CPU count). The error names the field and the fix.
 Result<void> ValidatePolicy(const Policy& policy);

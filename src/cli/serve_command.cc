@@ -275,6 +275,7 @@ int RunServeCommand(int argc, char** argv) {
     pool_options.policy = policy;
     pool_options.image_dir = flags.image;
     pool_options.warm_sessions = flags.pool;
+    pool_options.max_sessions = flags.max_sessions + flags.pool;  // the warm ones are alive too
     pool_options.session_idle_seconds = flags.session_idle;
     auto created = executor::SessionPool::Create(std::move(pool_options));
     if (!created) return Refuse("--pool: " + created.error().ToString() + " (--pool 0 starts every session cold)");

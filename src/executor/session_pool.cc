@@ -193,6 +193,9 @@ struct PoolCore {
       return MakeError(ErrorCode::kUnavailable,
                        "pool: the zygote has ended" + (last_error.empty() ? "" : " (last error: " + last_error + ")"));
     }
+    // Sessions still ending hold their places until they are gone: wait for those rather than
+    // refuse.
+    if (zygote->full()) (void)reaper.WaitIdle(options.start_timeout_seconds);
     auto session = SpawnWarm();
     if (session) {
       std::lock_guard<std::mutex> lock(mutex);
@@ -252,6 +255,11 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
                         "\"outer\" has none of; start outer sessions cold (--pool 0)");
   }
   if (options.warm_sessions > 64) return InvalidInput("pool: warm_sessions must be at most 64");
+  if (options.max_sessions < 1 || options.max_sessions > kMaxPoolSessions ||
+      options.max_sessions < options.warm_sessions) {
+    return InvalidInput("pool: max_sessions must be " + std::to_string(options.warm_sessions) + ".." +
+                        std::to_string(kMaxPoolSessions) + " (at least warm_sessions)");
+  }
   if (options.session_idle_seconds < 0) return InvalidInput("pool: session_idle_seconds must be >= 0");
   if (!(options.refill_deferral_seconds >= 0 && options.refill_deferral_seconds <= 60)) {
     return InvalidInput("pool: refill_deferral_seconds must be 0..60 (0 refills at once)");
@@ -280,6 +288,7 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
   zygote_options.warmup_code = options.warmup_code;
   zygote_options.prefault_code = options.prefault_code;
   zygote_options.prefault_budget_bytes = options.prefault_budget_bytes;
+  zygote_options.max_sessions = options.max_sessions;
   auto zygote = Zygote::Start(zygote_options, core->root);
   if (!zygote) return zygote.error().Context("pool");
   core->zygote = std::move(*zygote);

@@ -55,6 +55,7 @@ extern const char* const kDefaultZygoteWarmup;
 // PoolOptions::prefault_budget_bytes caps it (the empty cell's pages first: every first execution
 // writes those).
 extern const char* const kDefaultPrefaultCode;
+inline constexpr size_t kMaxPoolSessions = 8192;
 inline constexpr size_t kDefaultPrefaultBudgetBytes = size_t{4} << 20;
 inline constexpr size_t kMaxPrefaultBudgetBytes = size_t{256} << 20;
 
@@ -62,6 +63,9 @@ struct PoolOptions {
   Policy policy;             // every session's limits and environment; network must be "none"
   std::string image_dir;     // as ResolveImageDir takes it: a name, a dir; empty: policy.image
   size_t warm_sessions = 4;  // 0..64 sessions kept ready; 0 forks each on Acquire
+  // Sessions alive at once, warm ones included (1..4096): Acquire fails beyond it. The zygote's
+  // memory limit grows by kSessionResidueBytes (zygote.h) for each.
+  size_t max_sessions = 256;
   double session_idle_seconds = 900;  // a session (warm or in use) ends after this idle time
   CgroupOptions cgroup_options;
   std::string warmup_code = kDefaultZygoteWarmup;

@@ -7,9 +7,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -133,9 +134,33 @@ bool WaitReadable(int fd, int timeout_ms) {
 
 }  // namespace
 
+std::optional<SessionSlot> SessionSlot::Take(const std::shared_ptr<std::atomic<size_t>>& taken, size_t max) {
+  if (taken->fetch_add(1) >= max) {
+    taken->fetch_sub(1);
+    return std::nullopt;
+  }
+  return SessionSlot(taken);
+}
+
+SessionSlot& SessionSlot::operator=(SessionSlot&& other) noexcept {
+  if (this != &other) {
+    if (taken_) taken_->fetch_sub(1);
+    taken_ = std::move(other.taken_);
+  }
+  return *this;
+}
+
+SessionSlot::~SessionSlot() {
+  if (taken_) taken_->fetch_sub(1);
+}
+
 PooledDriver::PooledDriver(UniqueFd channel, UniqueFd pidfd, pid_t host_pid, std::optional<RunCgroup> cgroup,
-                           std::vector<std::string> degraded)
-    : pidfd_(std::move(pidfd)), host_pid_(host_pid), cgroup_(std::move(cgroup)), degraded_(std::move(degraded)) {
+                           std::vector<std::string> degraded, SessionSlot slot)
+    : pidfd_(std::move(pidfd)),
+      host_pid_(host_pid),
+      cgroup_(std::move(cgroup)),
+      degraded_(std::move(degraded)),
+      slot_(std::move(slot)) {
   channel_ = std::move(channel);
 }
 
@@ -202,6 +227,11 @@ Result<std::unique_ptr<Zygote>> Zygote::Start(const ZygoteOptions& options, cons
   RunSpec spec;
   spec.policy = options.policy;
   spec.policy.limits.timeout_seconds = LimitRanges::kMaxTimeout;  // lives as long as the pool
+  // Room for what its sessions leave charged to its cgroup (kSessionResidueBytes), within the
+  // host's RAM. The zygote runs no untrusted code; each session's own use is limited in its own
+  // cgroup.
+  spec.policy.limits.memory_bytes =
+      std::min(HostMemoryBytes(), options.policy.limits.memory_bytes + options.max_sessions * kSessionResidueBytes);
   spec.argv = {"/usr/bin/python3", kZygotePath};
   spec.image_dir = options.image_dir;
   spec.held_workspace = &workspaces_root;
@@ -258,6 +288,13 @@ Result<void> Zygote::SendSpawn(const std::string& request, int session_fd, int w
 
 Result<std::unique_ptr<PooledDriver>> Zygote::Spawn(const Workspace& workspace, const std::string& name) {
   if (!IsValidRunId(name)) return InvalidInput("pool: workspace name \"" + name + "\" must match [A-Za-z0-9-]");
+  auto slot = SessionSlot::Take(live_sessions_, options_.max_sessions);
+  if (!slot) {
+    return MakeError(ErrorCode::kUnavailable,
+                     "pool: " + std::to_string(options_.max_sessions) +
+                         " sessions are alive, the most this pool holds (max_sessions); end one first, or "
+                         "create the pool with a larger max_sessions");
+  }
   std::vector<std::string> degraded;
   auto created = CreateCgroupForPolicy(NewRunId(), options_.policy, options_.cgroup_options, &degraded);
   if (!created) return created.error().Context("pooled session");
@@ -281,7 +318,7 @@ Result<std::unique_ptr<PooledDriver>> Zygote::Spawn(const Workspace& workspace, 
   int off = 0;
   (void)::setsockopt(host.get(), SOL_SOCKET, SO_PASSCRED, &off, sizeof off);
   auto driver = std::make_unique<PooledDriver>(UniqueFd(host.release()), std::move(pidfd), *pid,
-                                               std::move(cgroup), std::move(degraded));
+                                               std::move(cgroup), std::move(degraded), std::move(*slot));
   // From here on, any failure destroys `driver`: the session is killed through its pidfd and
   // its cgroup removed.
   if (auto placed = driver->PlaceInCgroup(); !placed) return placed.error().Context("pooled session");

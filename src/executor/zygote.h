@@ -21,6 +21,8 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,6 +47,29 @@ struct ZygoteOptions {
   std::string warmup_code;             // run once in the zygote before it forks anything
   std::string prefault_code;           // its pages are learned in a fork (zygote_prefault.py)
   size_t prefault_budget_bytes = 0;    // pre-copied per session at most; 0: no pre-fault
+  size_t max_sessions = 256;           // alive at once (warm, in use or ending); Spawn refuses more
+};
+
+// What each live session leaves charged to the zygote's memory cgroup: the page tables its
+// fork copied, and the zygote's pages it still maps after the zygote wrote its own copies
+// (about 2 MiB measured). A cgroup keeps the charge of a page it was first charged for when
+// the session moves to a cgroup of its own, so the zygote's memory limit is the policy's plus
+// this much per session it may hold; without it, a pool of the default policy lost its zygote
+// to the cgroup's OOM killer at about 220 sessions.
+inline constexpr uint64_t kSessionResidueBytes = uint64_t{4} << 20;
+
+// One of the zygote's max_sessions places, held by a session from its spawn to its end.
+class SessionSlot {
+ public:
+  // A place, or nullopt when `max` are taken.
+  static std::optional<SessionSlot> Take(const std::shared_ptr<std::atomic<size_t>>& taken, size_t max);
+  SessionSlot(SessionSlot&& other) noexcept = default;
+  SessionSlot& operator=(SessionSlot&& other) noexcept;
+  ~SessionSlot();
+
+ private:
+  explicit SessionSlot(std::shared_ptr<std::atomic<size_t>> taken) : taken_(std::move(taken)) {}
+  std::shared_ptr<std::atomic<size_t>> taken_;
 };
 
 // A session forked by the zygote: its socket, a pidfd of its pid 1 (readable once the whole
@@ -52,7 +77,7 @@ struct ZygoteOptions {
 class PooledDriver final : public DriverProcess {
  public:
   PooledDriver(UniqueFd channel, UniqueFd pidfd, pid_t host_pid, std::optional<RunCgroup> cgroup,
-               std::vector<std::string> degraded);
+               std::vector<std::string> degraded, SessionSlot slot);
   ~PooledDriver() override;
   int ended_fd() const override { return pidfd_.get(); }
   void Stop() override;
@@ -70,6 +95,7 @@ class PooledDriver final : public DriverProcess {
   std::optional<RunCgroup> cgroup_;
   std::vector<std::string> degraded_;
   bool killed_ = false;
+  std::optional<SessionSlot> slot_;  // given back last, once the session is gone
 };
 
 class Zygote {
@@ -81,6 +107,8 @@ class Zygote {
   Result<std::unique_ptr<PooledDriver>> Spawn(const Workspace& workspace, const std::string& name);
   // False once the zygote's sandbox has ended.
   bool alive() const;
+  // True while max_sessions sessions are alive (Spawn would refuse).
+  bool full() const { return *live_sessions_ >= options_.max_sessions; }
   // Kills the zygote's sandbox and with it every session; idempotent.
   void Stop();
   // Pages each session pre-copies, as the zygote reported when it was ready.
@@ -93,6 +121,7 @@ class Zygote {
   ZygoteOptions options_;
   std::unique_ptr<DriverProcess> driver_;
   std::mutex control_mutex_;  // one request at a time on the control socket
+  std::shared_ptr<std::atomic<size_t>> live_sessions_ = std::make_shared<std::atomic<size_t>>(0);
   size_t prefault_pages_ = 0;
 };
 

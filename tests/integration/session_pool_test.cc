@@ -235,6 +235,42 @@ TEST(SessionPool, BelowHalfTheWarmSessionsARefillNoLongerWaits) {
   EXPECT_GE(pool->WaitForWarm(2, 40), 2u) << "a pool below half its warm sessions waited for the deferral";
 }
 
+TEST(SessionPool, SessionsBeyondMaxSessionsAreRefusedUntilOneEnds) {
+  PoolOptions options = Options(0);
+  options.max_sessions = 2;
+  auto pool = NewPool(options);
+  ASSERT_TRUE(pool);
+  auto first = Acquire(*pool);
+  auto second = Acquire(*pool);
+  ASSERT_TRUE(first && second);
+  auto third = pool->Acquire();
+  ASSERT_FALSE(third);
+  EXPECT_EQ(third.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(third.error().message.find("max_sessions"), std::string::npos) << third.error().ToString();
+  first.reset();  // still ending: Acquire waits for it to be gone rather than refuse
+  auto again = Acquire(*pool);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(Python(*again, "print(6 * 7)").stdout_text, "42\n");
+}
+
+TEST(SessionPool, ManySessionsFitInTheZygotesMemoryLimit) {
+  // Each session leaves ~2 MiB charged to the zygote's cgroup (kSessionResidueBytes). With the
+  // zygote limited to the policy's 160 MiB alone, its cgroup's OOM killer took it (and with it
+  // every session) at about 50 sessions.
+  PoolOptions options = Options(0);
+  options.policy.limits.memory_bytes = 160ull << 20;
+  options.max_sessions = 64;
+  auto pool = NewPool(options);
+  ASSERT_TRUE(pool);
+  std::vector<std::unique_ptr<PooledSessionExecutor>> sessions;
+  for (int i = 0; i < 60; ++i) {
+    auto session = pool->Acquire();
+    ASSERT_TRUE(session) << "session " << i << ": " << session.error().ToString();
+    sessions.push_back(std::move(*session));
+  }
+  for (auto& session : sessions) EXPECT_EQ(Python(*session, "print(6 * 7)").stdout_text, "42\n");
+}
+
 TEST(SessionPool, RefillDeferralOutOfRangeIsRefused) {
   PoolOptions options = Options(1);
   options.refill_deferral_seconds = -1;
