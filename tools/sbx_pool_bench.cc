@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "sandbox/launch/environment.h"
-#include "sandbox/image/image.h"
 #include "src/executor/executors.h"
 #include "src/executor/process_memory.h"
 #include "src/executor/session_pool.h"
+#include "tools/bench_support.h"
 
 namespace {
 
@@ -184,19 +184,6 @@ std::vector<int> ParseCounts(const std::string& text) {
   return counts;
 }
 
-bool Ok(const sbx::Result<sbx::executor::CodeResult>& result) {
-  if (!result) {
-    std::fprintf(stderr, "error: %s\n", result.error().ToString().c_str());
-    return false;
-  }
-  if (result->exit_code != 0) {
-    std::fprintf(stderr, "failed: %s\n", result->output.c_str());
-    return false;
-  }
-  return true;
-}
-
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -220,14 +207,8 @@ int main(int argc, char** argv) {
   const std::vector<CodeBlock> blocks = {{"python", kCode}};
   std::printf("code: %s\n\n", kCode);
 
-  if (image.empty()) {
-    auto found = sbx::FindDefaultImage();
-    if (!found) {
-      std::fprintf(stderr, "image: %s\n", found.error().ToString().c_str());
-      return 1;
-    }
-    image = found->path;
-  }
+  image = sbx::bench::ImageOrDefault(image);
+  if (image.empty()) return 1;
   // Bare python3 of the image (the host has no pandas), only chrooted: no namespaces, no limits.
   std::vector<double> bare;
   std::vector<std::string> env_storage = sbx::BuildSandboxEnvironment({});
@@ -254,7 +235,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cold: %s\n", session.error().ToString().c_str());
       return 1;
     }
-    if (!Ok((*session)->Execute(blocks))) return 1;
+    if (!sbx::bench::ExecutionOk((*session)->Execute(blocks))) return 1;
     cold.push_back(Ms(start));
   }
   Report("cold SessionExecutor: create + describe", cold);
@@ -291,7 +272,7 @@ int main(int argc, char** argv) {
       }
       acquire_only.push_back(Ms(start));
       idle_memory.push_back(PrivateMemoryBytes((*session)->host_pid()) / 1048576.0);
-      if (!Ok((*session)->Execute(blocks))) return 1;
+      if (!sbx::bench::ExecutionOk((*session)->Execute(blocks))) return 1;
       pooled.push_back(Ms(start));
     }
     Report("pooled: acquire only", acquire_only);
@@ -313,7 +294,7 @@ int main(int argc, char** argv) {
       held.push_back(std::move(*session));
     }
     for (auto& session : held) {
-      if (!Ok(session->Execute(blocks))) return 1;
+      if (!sbx::bench::ExecutionOk(session->Execute(blocks))) return 1;
       used.push_back(PrivateMemoryBytes(session->host_pid()) / 1048576.0);
     }
     std::sort(idle.begin(), idle.end());
@@ -337,7 +318,7 @@ int main(int argc, char** argv) {
       workers.emplace_back([&] {
         while (Clock::now() < deadline && !failed) {
           auto session = (*pool_ptr)->Acquire();
-          if (!session || !Ok((*session)->Execute(blocks))) {
+          if (!session || !sbx::bench::ExecutionOk((*session)->Execute(blocks))) {
             failed = true;
             return;
           }
