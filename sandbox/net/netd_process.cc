@@ -22,6 +22,7 @@
 #include "sandbox/fs/fs_beneath.h"
 #include "netpolicy/netd_protocol.h"
 #include "base/sibling_executable.h"
+#include "netpolicy/network_allowlist_json.h"
 #include "sandbox/policy/policy.h"
 #include "sandbox/launch/reap_later.h"
 #include "base/wipe.h"

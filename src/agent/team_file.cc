@@ -7,8 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "netpolicy/policy_json.h"
 #include "sandbox/image/image.h"
-#include "sandbox/policy/policy_json.h"
 
 namespace sbx::agent {
 namespace {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "netpolicy/netd_protocol.h"
-#include "sandbox/policy/policy.h"
+#include "netpolicy/network_allowlist_json.h"
 
 namespace sbx::netd {
 namespace {
@@ -20,7 +20,7 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kMaxRunId = 128;
-// network.extra_ca_files and upstream_ca_files: 16 entries each at most (policy_inject.cc),
+// network.extra_ca_files and upstream_ca_files: 16 entries each at most (network_inject_json.cc),
 // each kNetdMaxCaFileBytes and the final newline the runner may add.
 constexpr size_t kMaxCaFiles = 32;
 constexpr size_t kMaxCaFileText = kNetdMaxCaFileBytes + 1;
@@ -198,7 +198,7 @@ Result<Hello> ParseHello(const std::string& text, const std::string& ca_texts) {
   if (!hello["audit_log"].is_boolean()) return ProtocolError("audit_log: expected true or false");
   result.audit_log = hello["audit_log"].get<bool>();
   if (!hello["network"].is_object()) return ProtocolError("network: expected an object");
-  // The policy code's reader: inject rules included, checked as the loader checks them (every
+  // The policy loader's reader: inject rules included, checked as the loader checks them (every
   // inject host allowed on 443).
   auto allowlist = ParseNetworkAllowlistJson(hello["network"].dump());
   if (!allowlist) return allowlist.error().Context("control: network");

@@ -32,6 +32,7 @@
 
 #include "base/fd_passing.h"
 #include "netpolicy/netd_protocol.h"
+#include "netpolicy/network_allowlist_json.h"
 #include "sandbox/policy/policy.h"
 #include "src/netd/tls_ca.h"
 #include "base/unique_fd.h"

@@ -6,6 +6,7 @@
 
 #include "sandbox/launcher.h"
 #include "netpolicy/network_proxy_env.h"
+#include "netpolicy/network_allowlist_json.h"
 #include "sandbox/policy/policy.h"
 
 namespace sbx {

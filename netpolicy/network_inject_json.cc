@@ -4,9 +4,10 @@
 #include <cctype>
 #include <set>
 
+#include "base/env_name.h"
+#include "netpolicy/network_allowlist_json.h"
 #include "netpolicy/network_proxy_env.h"
-#include "sandbox/policy/policy.h"
-#include "sandbox/policy/policy_json.h"
+#include "netpolicy/policy_json.h"
 
 namespace sbx::policy_json {
 namespace {
