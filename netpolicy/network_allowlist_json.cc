@@ -35,9 +35,9 @@ Result<void> ReadRules(const std::string& field, const json& list, DefaultPorts 
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string item = field + "[" + std::to_string(i) + "]";
     if (!list[i].is_string()) return FieldError(item, "a string like \"pypi.org:443\"", list[i]);
-    auto rule = ParseNetworkRule(list[i].get<std::string>(), item, default_ports);
-    if (!rule) return rule.error();
-    out.push_back(std::move(*rule));
+    SBX_ASSIGN_OR_RETURN(auto rule,
+                         ParseNetworkRule(list[i].get<std::string>(), item, default_ports));
+    out.push_back(std::move(rule));
   }
   return Ok{};
 }
@@ -50,18 +50,15 @@ Result<void> ReadLimits(const json& limits, NetworkLimits& out) {
   for (const auto& [key, value] : limits.items()) {
     const std::string field = where + "." + key;
     if (key == "max_connections") {
-      auto count = policy_json::Count32Field(field, value);
-      if (!count) return count.error();
-      out.max_connections = *count;
+      SBX_ASSIGN_OR_RETURN(auto count, policy_json::Count32Field(field, value));
+      out.max_connections = count;
     } else if (key == "egress_bytes") {
-      auto size = policy_json::SizeField(field, value);
-      if (!size) return size.error();
-      out.egress_bytes_max = *size;
+      SBX_ASSIGN_OR_RETURN(auto size, policy_json::SizeField(field, value));
+      out.egress_bytes_max = size;
     } else {
-      auto seconds = policy_json::SecondsField(field, value);
-      if (!seconds) return seconds.error();
+      SBX_ASSIGN_OR_RETURN(auto seconds, policy_json::SecondsField(field, value));
       (key == "connect_timeout" ? out.connect_timeout_seconds : out.idle_timeout_seconds) =
-          *seconds;
+          seconds;
     }
   }
   return Ok{};
@@ -129,14 +126,13 @@ std::string NetworkAllowlistToJson(const NetworkAllowlist& allowlist) {
 }
 
 Result<NetworkAllowlist> ParseNetworkAllowlistJson(const std::string& text) {
-  auto root = policy_json::ParseStrict(text, "network allowlist");
-  if (!root) return root.error();
-  if (!root->is_object()) return FieldError("network", "an object", *root);
-  SBX_TRY(CheckKeys("network", *root,
+  SBX_ASSIGN_OR_RETURN(auto root, policy_json::ParseStrict(text, "network allowlist"));
+  if (!root.is_object()) return FieldError("network", "an object", root);
+  SBX_TRY(CheckKeys("network", root,
                     {"allow", "deny", "allow_private", "limits", "inject", "extra_ca_files",
                      "upstream_ca_files", "proxy_env"}));
   NetworkAllowlist allowlist;
-  SBX_TRY(policy_json::ReadNetworkAllowlist(*root, allowlist));
+  SBX_TRY(policy_json::ReadNetworkAllowlist(root, allowlist));
   SBX_TRY(ValidateNetworkAllowlist(allowlist));
   return allowlist;
 }

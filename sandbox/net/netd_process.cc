@@ -182,9 +182,8 @@ Result<std::unique_ptr<NetdProcess>> StartNetd(const std::string& binary,
   }
   UniqueFd ca_files;
   if (!ca_pems.empty()) {
-    auto memfd = CaFilesMemfd(ca_pems);
-    if (!memfd) return memfd.error();
-    ca_files = std::move(*memfd);
+    SBX_ASSIGN_OR_RETURN(auto memfd, CaFilesMemfd(ca_pems));
+    ca_files = std::move(memfd);
   }
   // The usual failure, said at once; execve's own errors come with the wait for "ready".
   if (access(binary.c_str(), X_OK) != 0) {
@@ -280,8 +279,7 @@ Result<void> NetdProcess::SendCaptureSockets(const std::vector<CapturedSocket>& 
     SBX_TRY(SendDatagram(control_fd(), batch.dump(), fds));
     at += count;
   } while (at < sockets.size());
-  auto serving = ReceiveReply(control_fd(), "serving");
-  if (!serving) return serving.error();
+  SBX_TRY(ReceiveReply(control_fd(), "serving"));
   return Ok{};
 }
 

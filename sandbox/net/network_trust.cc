@@ -48,9 +48,8 @@ Result<std::vector<std::string>> ReadCaFiles(const std::string& field,
                                              const std::vector<std::string>& paths) {
   std::vector<std::string> pems;
   for (size_t i = 0; i < paths.size(); ++i) {
-    auto pem = ReadCaFile(field + "[" + std::to_string(i) + "]", paths[i]);
-    if (!pem) return pem.error();
-    pems.push_back(std::move(*pem));
+    SBX_ASSIGN_OR_RETURN(auto pem, ReadCaFile(field + "[" + std::to_string(i) + "]", paths[i]));
+    pems.push_back(std::move(pem));
   }
   return pems;
 }

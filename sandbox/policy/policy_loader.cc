@@ -83,18 +83,16 @@ Result<void> ReadLimits(const json& limits, Limits& out) {
     const std::string field = "limits." + key;
     if (key == "memory" || key == "output" || key == "file_size" || key == "rootfs_size" ||
         key == "tmp_size") {
-      auto size = SizeField(field, value);
-      if (!size) return size.error();
+      SBX_ASSIGN_OR_RETURN(auto size, SizeField(field, value));
       uint64_t* target = key == "memory"        ? &out.memory_bytes
                          : key == "output"      ? &out.output_bytes
                          : key == "file_size"   ? &out.file_size_bytes
                          : key == "rootfs_size" ? &out.rootfs_size_bytes
                                                 : &out.tmp_size_bytes;
-      *target = *size;
+      *target = size;
     } else if (key == "pids" || key == "open_files") {
-      auto count = Count32Field(field, value);
-      if (!count) return count.error();
-      (key == "pids" ? out.pids : out.open_files) = *count;
+      SBX_ASSIGN_OR_RETURN(auto count, Count32Field(field, value));
+      (key == "pids" ? out.pids : out.open_files) = count;
     } else {  // cpus, timeout
       auto number = SecondsField(field, value);
       if (!number) {
@@ -115,9 +113,8 @@ Result<void> ReadPolicy(const json& root, Policy& policy) {
   if (root.contains("isolation")) {
     const json& isolation = root["isolation"];
     if (!isolation.is_string()) return FieldError("isolation", "\"namespaces\" or \"outer\"", isolation);
-    auto parsed = ParseIsolation(isolation.get<std::string>(), "isolation");
-    if (!parsed) return parsed.error();
-    policy.isolation = *parsed;
+    SBX_ASSIGN_OR_RETURN(auto parsed, ParseIsolation(isolation.get<std::string>(), "isolation"));
+    policy.isolation = parsed;
   }
   if (root.contains("image")) {
     const json& image = root["image"];
@@ -153,10 +150,9 @@ Result<void> ReadPolicy(const json& root, Policy& policy) {
 }  // namespace
 
 Result<Policy> ParsePolicyJson(const std::string& text) {
-  auto root = policy_json::ParseStrict(text, "policy");
-  if (!root) return root.error();
+  SBX_ASSIGN_OR_RETURN(auto root, policy_json::ParseStrict(text, "policy"));
   Policy policy;
-  SBX_TRY(ReadPolicy(*root, policy));
+  SBX_TRY(ReadPolicy(root, policy));
   SBX_TRY(ValidatePolicy(policy));
   return policy;
 }
