@@ -17,17 +17,17 @@
 #include <optional>
 
 #include "sandbox/host/blocker_hints.h"
+#include "sandbox/image/image.h"
+#include "sandbox/image/image_verify.h"
+#include "sandbox/isolation/userns.h"
 #include "sandbox/launch/child_main.h"
 #include "sandbox/launch/child_wait.h"
 #include "sandbox/launch/environment.h"
-#include "sandbox/image/image.h"
-#include "sandbox/image/image_verify.h"
-#include "sandbox/net/allowlist_run.h"
 #include "sandbox/launch/outer_run.h"
 #include "sandbox/launch/output_forwarder.h"
 #include "sandbox/launch/reap_later.h"
 #include "sandbox/launch/supervisor.h"
-#include "sandbox/isolation/userns.h"
+#include "sandbox/net/allowlist_run.h"
 #include "sandbox/workspace/workspace.h"
 
 namespace sbx {

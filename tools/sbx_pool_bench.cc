@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/launch/environment.h"
 #include "sandbox/image/image.h"
+#include "sandbox/launch/environment.h"
 #include "src/executor/executors.h"
 #include "src/executor/process_memory.h"
 #include "src/executor/session_pool.h"

@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/unique_fd.h"
 #include "sandbox/fs/fs_beneath.h"
 #include "sandbox/image/image.h"
-#include "base/unique_fd.h"
 
 namespace sbx {
 namespace {

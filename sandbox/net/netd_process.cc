@@ -17,15 +17,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/launch/child_wait.h"
 #include "base/fd_passing.h"
-#include "sandbox/fs/fs_beneath.h"
-#include "netpolicy/netd_protocol.h"
 #include "base/sibling_executable.h"
-#include "netpolicy/network_allowlist_json.h"
-#include "sandbox/policy/policy.h"
-#include "sandbox/launch/reap_later.h"
 #include "base/wipe.h"
+#include "netpolicy/netd_protocol.h"
+#include "netpolicy/network_allowlist_json.h"
+#include "sandbox/fs/fs_beneath.h"
+#include "sandbox/launch/child_wait.h"
+#include "sandbox/launch/reap_later.h"
+#include "sandbox/policy/policy.h"
 
 namespace sbx {
 namespace {

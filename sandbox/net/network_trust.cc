@@ -10,11 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/fs/fs_beneath.h"
-#include "netpolicy/netd_protocol.h"
-#include "sandbox/net/pem_text.h"
 #include "base/small_file.h"
 #include "base/wipe.h"
+#include "netpolicy/netd_protocol.h"
+#include "sandbox/fs/fs_beneath.h"
+#include "sandbox/net/pem_text.h"
 
 namespace sbx {
 namespace {

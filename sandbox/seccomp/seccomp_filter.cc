@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <memory>
 #include <iterator>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>

@@ -12,8 +12,8 @@
 #include <optional>
 #include <set>
 
-#include "sandbox/fs/fs_beneath.h"
 #include "base/unique_fd.h"
+#include "sandbox/fs/fs_beneath.h"
 
 namespace sbx {
 namespace {

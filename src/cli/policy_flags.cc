@@ -1,8 +1,8 @@
 // The policy flags shared by `sbx run` and `sbx agent`.
 #include "src/cli/policy_flags.h"
 
-#include "sandbox/image/image.h"
 #include "base/units.h"
+#include "sandbox/image/image.h"
 
 namespace sbx::cli {
 namespace {

@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "base/small_file.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/host/host_probe.h"
 #include "sandbox/image/image.h"
-#include "sandbox/launcher.h"
 #include "sandbox/launch/outer_run.h"
 #include "sandbox/launch/run_result.h"
+#include "sandbox/launcher.h"
 #include "sandbox/policy/policy.h"
-#include "base/small_file.h"
 #include "src/cli/policy_flags.h"
 #include "src/executor/session_pool.h"
 #include "src/server/api.h"

@@ -9,9 +9,9 @@
 #include <cstdio>
 
 #include "sandbox/image/image.h"
+#include "sandbox/isolation/userns.h"
 #include "sandbox/launcher.h"
 #include "sandbox/net/network_log.h"
-#include "sandbox/isolation/userns.h"
 #include "src/executor/workspace_changes.h"
 
 namespace sbx::executor {

@@ -8,18 +8,18 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/isolation/capabilities.h"
 #include "base/fd_passing.h"
 #include "sandbox/fs/mounts.h"
+#include "sandbox/isolation/capabilities.h"
 #include "sandbox/isolation/rlimits.h"
-#include "sandbox/seccomp/seccomp_filter.h"
 #include "sandbox/isolation/userns.h"
+#include "sandbox/seccomp/seccomp_filter.h"
 #include "src/executor/frame_channel.h"
 
 namespace sbx::executor {
