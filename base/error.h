@@ -89,3 +89,18 @@ class [[nodiscard]] Result<void> {
     auto&& sbx_try_result_ = (expr);                        \
     if (!sbx_try_result_) return sbx_try_result_.error();   \
   } while (0)
+
+// Evaluates `expr` (a Result<T>); on failure returns its error from the enclosing function,
+// unchanged, and `lhs` is not assigned; else moves the value into `lhs`, which may declare it:
+//   SBX_ASSIGN_OR_RETURN(auto text, ReadSmallFile(path));
+// A statement of its own (it may declare, so never the body of an unbraced if). The Result
+// lives on in a temporary named after the line, so uses on different lines share a scope.
+// A comma in `expr` must be inside parentheses.
+#define SBX_ASSIGN_OR_RETURN(lhs, expr) \
+  SBX_ASSIGN_OR_RETURN_IMPL_(SBX_CONCAT_(sbx_assign_or_return_, __LINE__), lhs, expr)
+#define SBX_ASSIGN_OR_RETURN_IMPL_(result, lhs, expr) \
+  auto result = (expr);                               \
+  if (!result) return result.error();                 \
+  lhs = std::move(*result)
+#define SBX_CONCAT_(a, b) SBX_CONCAT_IMPL_(a, b)
+#define SBX_CONCAT_IMPL_(a, b) a##b

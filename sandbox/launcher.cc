@@ -17,17 +17,17 @@
 #include <optional>
 
 #include "sandbox/host/blocker_hints.h"
+#include "sandbox/image/image.h"
+#include "sandbox/image/image_verify.h"
+#include "sandbox/isolation/userns.h"
 #include "sandbox/launch/child_main.h"
 #include "sandbox/launch/child_wait.h"
 #include "sandbox/launch/environment.h"
-#include "sandbox/image/image.h"
-#include "sandbox/image/image_verify.h"
-#include "sandbox/net/allowlist_run.h"
 #include "sandbox/launch/outer_run.h"
 #include "sandbox/launch/output_forwarder.h"
 #include "sandbox/launch/reap_later.h"
 #include "sandbox/launch/supervisor.h"
-#include "sandbox/isolation/userns.h"
+#include "sandbox/net/allowlist_run.h"
 #include "sandbox/workspace/workspace.h"
 
 namespace sbx {
@@ -318,22 +318,20 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   std::optional<IdMapping> mapping;
   if (!outer) {
     // An explicit image_dir wins over the policy's image (the default when it names none).
-    auto image_dir = spec.image_dir.empty() ? ResolveImageDir(policy.image) : Result<std::string>(spec.image_dir);
-    if (!image_dir) return image_dir.error();
-    auto opened = OpenVerifiedImage(*image_dir);
-    if (!opened) return opened.error();
-    image = std::move(*opened);
-    auto computed = ComputeIdMapping(::geteuid(), ::getegid());
-    if (!computed) return computed.error();
-    mapping = *computed;
+    SBX_ASSIGN_OR_RETURN(auto image_dir, spec.image_dir.empty()
+                                             ? ResolveImageDir(policy.image)
+                                             : Result<std::string>(spec.image_dir));
+    SBX_ASSIGN_OR_RETURN(auto opened, OpenVerifiedImage(image_dir));
+    image = std::move(opened);
+    SBX_ASSIGN_OR_RETURN(auto computed, ComputeIdMapping(::geteuid(), ::getegid()));
+    mapping = computed;
   }
   std::optional<Workspace> workspace;
   if (spec.held_workspace != nullptr) {
     if (spec.held_workspace->fd.get() < 0) return InvalidInput("held_workspace: not open");
   } else if (!spec.workspace_dir.empty()) {
-    auto opened = OpenWorkspace(spec.workspace_dir);
-    if (!opened) return opened.error();
-    workspace = std::move(*opened);
+    SBX_ASSIGN_OR_RETURN(auto opened, OpenWorkspace(spec.workspace_dir));
+    workspace = std::move(opened);
   }
 
   // 2. Everything the child needs, prepared here because the child must not allocate.
@@ -347,9 +345,9 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   plan.runner_strings = *runner_strings;
 
   // 3. The cgroup, or rlimits when the policy accepts losing it.
-  auto created = CreateCgroupForPolicy(result.run_id, policy, spec.cgroup_options, &result.degraded);
-  if (!created) return created.error();
-  std::optional<RunCgroup> cgroup = std::move(*created);
+  SBX_ASSIGN_OR_RETURN(auto created, CreateCgroupForPolicy(result.run_id, policy,
+                                                           spec.cgroup_options, &result.degraded));
+  std::optional<RunCgroup> cgroup = std::move(created);
   const CgroupEnforcement enforced = cgroup ? cgroup->enforcement() : CgroupEnforcement{};
 
   // A held workspace is the caller's; without any, /workspace is a tmpfs inside the sandbox
@@ -358,31 +356,29 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   // O3. Outer: the private area (TMPDIR; the workspace when none was given) on the host.
   std::optional<OuterArea> area;
   if (outer) {
-    auto created_area = OuterArea::Create(run_workspace == nullptr);
-    if (!created_area) return created_area.error();
-    area.emplace(std::move(*created_area));
+    SBX_ASSIGN_OR_RETURN(auto created_area, OuterArea::Create(run_workspace == nullptr));
+    area.emplace(std::move(created_area));
     if (run_workspace == nullptr) run_workspace = area->workspace();
   }
 
   // 3. Network allowlist: the audit log and sbx-netd, ready before the child exists.
   std::unique_ptr<AllowlistRun> allowlist;
   if (policy.network == NetworkMode::kAllowlist) {
-    auto started = AllowlistRun::Start(policy.network_allowlist,
-                                       {spec.netd_binary, spec.network_log_path,
-                                        result.run_id, image ? image->fd.get() : -1});
-    if (!started) return started.error();
-    allowlist = std::move(*started);
+    SBX_ASSIGN_OR_RETURN(
+        auto started, AllowlistRun::Start(policy.network_allowlist,
+                                          {spec.netd_binary, spec.network_log_path, result.run_id,
+                                           image ? image->fd.get() : -1}));
+    allowlist = std::move(started);
   }
 
-  auto channels = OpenChildChannels(spec.stdin_fd);
-  if (!channels) return channels.error();
-  Pipe& out_pipe = channels->out;
-  Pipe& err_pipe = channels->err;
-  UniqueFd& sync_parent = channels->sync_parent;
-  UniqueFd& sync_child = channels->sync_child;
+  SBX_ASSIGN_OR_RETURN(auto channels, OpenChildChannels(spec.stdin_fd));
+  Pipe& out_pipe = channels.out;
+  Pipe& err_pipe = channels.err;
+  UniqueFd& sync_parent = channels.sync_parent;
+  UniqueFd& sync_child = channels.sync_child;
   plan.sync_fd = sync_child.get();
   plan.parent_sync_fd = sync_parent.get();
-  plan.stdin_fd = channels->stdin_fd;
+  plan.stdin_fd = channels.stdin_fd;
   plan.stdout_fd = out_pipe.write.get();
   plan.stderr_fd = err_pipe.write.get();
   plan.capabilities = *capabilities;

@@ -242,11 +242,10 @@ Result<ServerSide> OpenServerSession(const ServerChild& server) {
   auto client = UnixHttpClient::Connect(server.socket());
   if (!client) return client.error();
   side.client = std::move(*client);
-  auto created = side.client->Request("POST", "/v1/sessions", "{}");
-  if (!created) return created.error();
-  if (created->first != 201)
-    return MakeError(ErrorCode::kSetupFailed, "POST /v1/sessions: " + created->second);
-  const std::string id = nlohmann::json::parse(created->second).at("id").get<std::string>();
+  SBX_ASSIGN_OR_RETURN(auto created, side.client->Request("POST", "/v1/sessions", "{}"));
+  if (created.first != 201)
+    return MakeError(ErrorCode::kSetupFailed, "POST /v1/sessions: " + created.second);
+  const std::string id = nlohmann::json::parse(created.second).at("id").get<std::string>();
   side.session_target = "/v1/sessions/" + id;
   side.execute_target = side.session_target + "/execute";
   side.execute_body =
@@ -257,9 +256,9 @@ Result<ServerSide> OpenServerSession(const ServerChild& server) {
 // The execute round trip; the response is checked after the clock stops when `parse` (a full
 // JSON parse), else by substrings (throughput: the client's own parse would crowd two cores).
 Result<void> ServerExecute(ServerSide& side, bool parse) {
-  auto sent = side.client->Request("POST", side.execute_target, side.execute_body);
-  if (!sent) return sent.error();
-  const auto& response = *sent;
+  SBX_ASSIGN_OR_RETURN(auto sent,
+                       side.client->Request("POST", side.execute_target, side.execute_body));
+  const auto& response = sent;
   bool ok = response.first == 200;
   if (ok && parse) {
     auto result = nlohmann::json::parse(response.second);
@@ -275,17 +274,15 @@ Result<void> ServerExecute(ServerSide& side, bool parse) {
 
 // An HTTP round trip on the same connection that runs no code: what the transport alone costs.
 Result<void> ServerRoundTrip(ServerSide& side) {
-  auto sent = side.client->Request("GET", side.session_target, "");
-  if (!sent) return sent.error();
-  if (sent->first != 200) return MakeError(ErrorCode::kInternal, "GET session: " + sent->second.substr(0, 300));
+  SBX_ASSIGN_OR_RETURN(auto sent, side.client->Request("GET", side.session_target, ""));
+  if (sent.first != 200) return MakeError(ErrorCode::kInternal, "GET session: " + sent.second.substr(0, 300));
   return {};
 }
 
 Result<void> InProcessExecute(SessionExecutor& session) {
-  auto result = session.Execute({{"python", kCode}});
-  if (!result) return result.error();
-  if (result->exit_code != 0 || result->output != kExpectedOutput) {
-    return MakeError(ErrorCode::kInternal, "in-process execute: " + result->output.substr(0, 300));
+  SBX_ASSIGN_OR_RETURN(auto result, session.Execute({{"python", kCode}}));
+  if (result.exit_code != 0 || result.output != kExpectedOutput) {
+    return MakeError(ErrorCode::kInternal, "in-process execute: " + result.output.substr(0, 300));
   }
   return {};
 }
@@ -300,9 +297,8 @@ class InProcessSessions {
       executor::PoolOptions pool_options;
       pool_options.image_dir = options.image;
       pool_options.warm_sessions = static_cast<size_t>(options.pool);
-      auto pool = executor::SessionPool::Create(std::move(pool_options));
-      if (!pool) return pool.error();
-      sessions.pool_ = std::move(*pool);
+      SBX_ASSIGN_OR_RETURN(auto pool, executor::SessionPool::Create(std::move(pool_options)));
+      sessions.pool_ = std::move(pool);
     }
     return sessions;
   }
@@ -311,9 +307,8 @@ class InProcessSessions {
     if (pool_) {
       executor::PooledSessionOptions pooled;
       pooled.timeout_seconds = policy.limits.timeout_seconds;
-      auto session = pool_->Acquire(std::move(pooled));
-      if (!session) return session.error();
-      return std::unique_ptr<SessionExecutor>(std::move(*session));
+      SBX_ASSIGN_OR_RETURN(auto session, pool_->Acquire(std::move(pooled)));
+      return std::unique_ptr<SessionExecutor>(std::move(session));
     }
     executor::ExecutorOptions executor_options;
     executor_options.policy = policy;

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "sandbox/policy/policy.h"
 #include "base/unique_fd.h"
+#include "sandbox/policy/policy.h"
 
 namespace sbx {
 

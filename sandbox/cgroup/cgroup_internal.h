@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/cgroup/cgroup.h"
 #include "base/error.h"
-#include "sandbox/policy/policy.h"
 #include "base/small_file.h"
 #include "base/unique_fd.h"
+#include "sandbox/cgroup/cgroup.h"
+#include "sandbox/policy/policy.h"
 
 namespace sbx::cgroup_internal {
 

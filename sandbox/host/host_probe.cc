@@ -16,14 +16,14 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <iterator>
 #include <fstream>
 #include <functional>
+#include <iterator>
 
-#include "sandbox/host/blocker_hints.h"
 #include "sandbox/cgroup/cgroup.h"
-#include "sandbox/launch/child_wait.h"
+#include "sandbox/host/blocker_hints.h"
 #include "sandbox/image/image.h"
+#include "sandbox/launch/child_wait.h"
 #include "sandbox/net/network_redirect.h"
 
 namespace sbx {

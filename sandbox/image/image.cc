@@ -154,9 +154,8 @@ Result<ImageInfo> FindDefaultImageIn(const std::string& cache_dir) {
 }
 
 Result<ImageInfo> FindDefaultImage() {
-  auto cache_dir = ImageCacheDir();
-  if (!cache_dir) return cache_dir.error();
-  return FindDefaultImageIn(*cache_dir);
+  SBX_ASSIGN_OR_RETURN(auto cache_dir, ImageCacheDir());
+  return FindDefaultImageIn(cache_dir);
 }
 
 Result<std::vector<ImageInfo>> ListImagesIn(const std::string& cache_dir) {
@@ -178,9 +177,8 @@ Result<std::vector<ImageInfo>> ListImagesIn(const std::string& cache_dir) {
 }
 
 Result<std::vector<ImageInfo>> ListImages() {
-  auto cache_dir = ImageCacheDir();
-  if (!cache_dir) return cache_dir.error();
-  return ListImagesIn(*cache_dir);
+  SBX_ASSIGN_OR_RETURN(auto cache_dir, ImageCacheDir());
+  return ListImagesIn(cache_dir);
 }
 
 Result<void> ValidateImageName(const std::string& name) {
@@ -198,29 +196,27 @@ Result<void> ValidateImageName(const std::string& name) {
 
 Result<std::string> ResolveImageDirIn(const std::string& cache_dir, const std::string& image) {
   if (image.find('/') != std::string::npos) return image;
-  auto found = image.empty() || image == "default" ? FindDefaultImageIn(cache_dir) : FindNamedImageIn(cache_dir, image);
-  if (!found) return found.error();
-  return found->path;
+  SBX_ASSIGN_OR_RETURN(auto found, image.empty() || image == "default"
+                                       ? FindDefaultImageIn(cache_dir)
+                                       : FindNamedImageIn(cache_dir, image));
+  return found.path;
 }
 
 Result<std::string> ResolveImageDir(const std::string& image) {
   if (image.find('/') != std::string::npos) return image;
-  auto cache_dir = ImageCacheDir();
-  if (!cache_dir) return cache_dir.error();
-  return ResolveImageDirIn(*cache_dir, image);
+  SBX_ASSIGN_OR_RETURN(auto cache_dir, ImageCacheDir());
+  return ResolveImageDirIn(cache_dir, image);
 }
 
 Result<ImageInfo> FindImageIn(const std::string& cache_dir, const std::string& id) {
   if (id == "default") {
-    auto found = FindDefaultImageIn(cache_dir);
-    if (!found) return found.error();
-    return MakeInfo(cache_dir, found->id);
+    SBX_ASSIGN_OR_RETURN(auto found, FindDefaultImageIn(cache_dir));
+    return MakeInfo(cache_dir, found.id);
   }
   if (!IsImageId(id)) return FindNamedImageIn(cache_dir, id);
-  auto images = ListImagesIn(cache_dir);
-  if (!images) return images.error();
+  SBX_ASSIGN_OR_RETURN(auto images, ListImagesIn(cache_dir));
   const ImageInfo* found = nullptr;
-  for (const ImageInfo& image : *images) {
+  for (const ImageInfo& image : images) {
     if (image.id.compare(0, id.size(), id) != 0) continue;
     if (found != nullptr) {
       return InvalidInput("image id prefix " + id + " is ambiguous; give more digits");
@@ -236,30 +232,27 @@ Result<ImageInfo> FindImageIn(const std::string& cache_dir, const std::string& i
 
 Result<ImageInfo> FindImage(const std::string& id_or_name) {
   const std::string& id = id_or_name;
-  auto cache_dir = ImageCacheDir();
-  if (!cache_dir) return cache_dir.error();
-  return FindImageIn(*cache_dir, id);
+  SBX_ASSIGN_OR_RETURN(auto cache_dir, ImageCacheDir());
+  return FindImageIn(cache_dir, id);
 }
 
 Result<void> RemoveImageIn(const std::string& cache_dir, const std::string& id) {
-  auto lock = LockCache(cache_dir);
-  if (!lock) return lock.error();
-  auto image = FindImageIn(cache_dir, id);
-  if (!image) return image.error();
-  std::string trash = cache_dir + "/.trash-" + image->id;
-  if (rename(image->path.c_str(), trash.c_str()) != 0) {
-    return SysError(ErrorCode::kIo, "rename(" + image->path + ", " + trash + ")");
+  SBX_ASSIGN_OR_RETURN(auto lock, LockCache(cache_dir));
+  SBX_ASSIGN_OR_RETURN(auto image, FindImageIn(cache_dir, id));
+  std::string trash = cache_dir + "/.trash-" + image.id;
+  if (rename(image.path.c_str(), trash.c_str()) != 0) {
+    return SysError(ErrorCode::kIo, "rename(" + image.path + ", " + trash + ")");
   }
   // Pointers first, so nothing names the image while its tree is being deleted.
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(cache_dir, ec)) {
     std::string name = entry.path().filename().string();
     bool pointer = name == "default" || name.rfind("recipe-", 0) == 0 || name.rfind(kNamePrefix, 0) == 0;
-    if (pointer && ReadLink(entry.path().string()) == image->id) {
+    if (pointer && ReadLink(entry.path().string()) == image.id) {
       std::filesystem::remove(entry.path(), ec);
     }
   }
-  std::filesystem::remove(cache_dir + "/" + image->id + ".json", ec);
+  std::filesystem::remove(cache_dir + "/" + image.id + ".json", ec);
   // remove_all deletes symlinks themselves and never follows them.
   std::filesystem::remove_all(trash, ec);
   if (ec) return SysError(ErrorCode::kIo, "removing " + trash, ec.value());
@@ -267,9 +260,8 @@ Result<void> RemoveImageIn(const std::string& cache_dir, const std::string& id) 
 }
 
 Result<void> RemoveImage(const std::string& id) {
-  auto cache_dir = ImageCacheDir();
-  if (!cache_dir) return cache_dir.error();
-  return RemoveImageIn(*cache_dir, id);
+  SBX_ASSIGN_OR_RETURN(auto cache_dir, ImageCacheDir());
+  return RemoveImageIn(cache_dir, id);
 }
 
 }  // namespace sbx

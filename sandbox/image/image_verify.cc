@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/unique_fd.h"
 #include "sandbox/fs/fs_beneath.h"
 #include "sandbox/image/image.h"
-#include "base/unique_fd.h"
 
 namespace sbx {
 namespace {
@@ -207,18 +207,16 @@ VerifyOptions VerifyOptionsFor(const std::string& path) {
 Result<VerifyStats> VerifyImageTree(const std::string& path, const VerifyOptions& options) {
   auto start = std::chrono::steady_clock::now();
   struct stat st;
-  auto root = OpenImageRoot(path, &st);
-  if (!root) return root.error();
+  SBX_ASSIGN_OR_RETURN(auto root, OpenImageRoot(path, &st));
   TreeWalker walker(path, options);
-  SBX_TRY(walker.Walk(std::move(*root), st));
+  SBX_TRY(walker.Walk(std::move(root), st));
   SBX_TRY(walker.Verdict());
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   return VerifyStats{walker.entries(), elapsed.count()};
 }
 
 Result<void> VerifyImage(const std::string& path) {
-  auto stats = VerifyImageTree(path, VerifyOptionsFor(path));
-  if (!stats) return stats.error();
+  SBX_TRY(VerifyImageTree(path, VerifyOptionsFor(path)));
   return Ok{};
 }
 
@@ -231,17 +229,15 @@ Result<void> VerifyImageQuick(const std::string& path, const VerifyOptions& opti
   // Whoever can write an ancestor can swap the image for another tree after this check.
   SBX_TRY(CheckAncestorsGuarded("image " + path, real, options.owner_uid, "move the image cache elsewhere"));
   struct stat st;
-  auto root = OpenImageRoot(real, &st);
-  if (!root) return root.error();
+  SBX_ASSIGN_OR_RETURN(auto root, OpenImageRoot(real, &st));
   std::string problem = CheckEntry("/", st, st.st_dev, options);
   if (!problem.empty()) {
     return InvalidInput("image " + path + ": its root directory " + problem + ", " + kRebuild);
   }
-  auto id = ReadMarkerId(root->get(), real, options);
-  if (!id) return id.error();
+  SBX_ASSIGN_OR_RETURN(auto id, ReadMarkerId(root.get(), real, options));
   std::string name = std::string(real).substr(std::string(real).rfind('/') + 1);
-  if (*id != name) {
-    return InvalidInput("image " + path + ": its marker says id " + *id +
+  if (id != name) {
+    return InvalidInput("image " + path + ": its marker says id " + id +
                         " but the directory is named " + name + "; " + kRebuild);
   }
   return Ok{};

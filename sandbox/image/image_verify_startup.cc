@@ -13,9 +13,10 @@ namespace sbx {
 
 Result<OpenImage> OpenVerifiedImage(const std::string& dir) {
   const std::string field = "image " + dir;
-  auto resolved = RequireCanonicalPath(field, dir, " (build the default image with `sbx image build`)");
-  if (!resolved) return resolved.error();
-  const std::string& canonical = *resolved;
+  SBX_ASSIGN_OR_RETURN(
+      auto resolved,
+      RequireCanonicalPath(field, dir, " (build the default image with `sbx image build`)"));
+  const std::string& canonical = resolved;
   // Ancestors, owner, mode and the build marker (image.h); the walk of every file is
   // `sbx image verify`, too slow for each start.
   if (auto quick = VerifyImageQuick(canonical); !quick) return quick.error();

@@ -145,9 +145,8 @@ Result<IdMapping> ComputeIdMapping(uid_t caller_uid, gid_t caller_gid) {
   if (caller_uid == 0) {
     const char* paths[2] = {"/proc/self/uid_map", "/proc/self/gid_map"};
     for (int i = 0; i < 2; ++i) {
-      auto text = ReadSmallFile(paths[i]);
-      if (!text) return text.error();
-      auto parsed = ParseIdMap(*text);
+      SBX_ASSIGN_OR_RETURN(auto text, ReadSmallFile(paths[i]));
+      auto parsed = ParseIdMap(text);
       if (!parsed) return parsed.error().Context(paths[i]);
       maps[i] = std::move(*parsed);
     }

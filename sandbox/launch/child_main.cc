@@ -13,10 +13,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "sandbox/launch/init.h"
 #include "sandbox/isolation/loopback.h"
-#include "sandbox/launch/process_tree.h"
 #include "sandbox/isolation/userns.h"
+#include "sandbox/launch/init.h"
+#include "sandbox/launch/process_tree.h"
 
 namespace sbx {
 namespace {

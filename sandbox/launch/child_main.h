@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/isolation/capabilities.h"
 #include "sandbox/fs/mounts.h"
-#include "sandbox/net/network_capture.h"
+#include "sandbox/isolation/capabilities.h"
 #include "sandbox/isolation/rlimits.h"
 #include "sandbox/launch/runner_strings.h"
+#include "sandbox/net/network_capture.h"
 #include "sandbox/seccomp/seccomp_filter.h"
 
 namespace sbx {

@@ -12,10 +12,10 @@
 #include <cerrno>
 #include <climits>
 
-#include "sandbox/launch/environment.h"
 #include "sandbox/fs/fs_beneath.h"
-#include "sandbox/launch/process_tree.h"
 #include "sandbox/isolation/userns.h"
+#include "sandbox/launch/environment.h"
+#include "sandbox/launch/process_tree.h"
 
 namespace sbx {
 namespace {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/cgroup/cgroup.h"
 #include "base/error.h"
-#include "sandbox/policy/policy.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "sandbox/launch/run_result.h"
+#include "sandbox/policy/policy.h"
 #include "sandbox/workspace/workspace.h"
 
 namespace sbx {

@@ -15,16 +15,15 @@ namespace sbx {
 namespace {
 
 Result<RunnerStrings> ReadRunnerStrings() {
-  auto stat = ReadSmallFile("/proc/self/stat");
-  if (!stat) return stat.error();
+  SBX_ASSIGN_OR_RETURN(auto stat, ReadSmallFile("/proc/self/stat"));
   // Field 2 (comm) may hold spaces and parentheses: count fields after its closing one.
-  const size_t comm_end = stat->rfind(')');
+  const size_t comm_end = stat.rfind(')');
   if (comm_end == std::string::npos) {
     return MakeError(ErrorCode::kSetupFailed, "/proc/self/stat: no ')' after the name");
   }
   unsigned long long values[4] = {};
   int field = 2;
-  const char* at = stat->c_str() + comm_end + 1;
+  const char* at = stat.c_str() + comm_end + 1;
   while (*at != '\0' && field < 51) {
     char* end = nullptr;
     while (*at == ' ') ++at;

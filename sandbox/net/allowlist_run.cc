@@ -46,13 +46,11 @@ Result<std::unique_ptr<AllowlistRun>> AllowlistRun::Start(const NetworkAllowlist
                                                          const AllowlistRunOptions& options) {
   std::unique_ptr<AllowlistRun> run(new AllowlistRun());
   // First: a secret that cannot be read refuses the run before anything exists.
-  auto trust = PrepareNetworkTrust(allowlist, options.image_fd);
-  if (!trust) return trust.error();
-  run->trust_ = std::move(*trust);
+  SBX_ASSIGN_OR_RETURN(auto trust, PrepareNetworkTrust(allowlist, options.image_fd));
+  run->trust_ = std::move(trust);
   run->log_path_ = options.log_path.empty() ? DefaultLogPath(options.run_id) : options.log_path;
-  auto log = CreateLog(run->log_path_);
-  if (!log) return log.error();
-  run->log_ = std::move(*log);
+  SBX_ASSIGN_OR_RETURN(auto log, CreateLog(run->log_path_));
+  run->log_ = std::move(log);
   const std::string binary = options.helper_binary.empty() ? DefaultNetdPath() : options.helper_binary;
   auto helper = StartNetd(binary, options.run_id, allowlist, run->log_.get(),
                                    run->trust_.netd_tls_json(), run->trust_.netd_ca_pems());

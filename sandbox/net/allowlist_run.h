@@ -16,12 +16,12 @@
 #include <string>
 
 #include "base/error.h"
-#include "sandbox/net/network_capture.h"
+#include "base/unique_fd.h"
+#include "sandbox/launch/run_result.h"
 #include "sandbox/net/netd_process.h"
+#include "sandbox/net/network_capture.h"
 #include "sandbox/net/network_trust.h"
 #include "sandbox/policy/policy.h"
-#include "sandbox/launch/run_result.h"
-#include "base/unique_fd.h"
 
 namespace sbx {
 

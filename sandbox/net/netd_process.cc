@@ -17,14 +17,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/launch/child_wait.h"
 #include "base/fd_passing.h"
-#include "sandbox/fs/fs_beneath.h"
-#include "netpolicy/netd_protocol.h"
 #include "base/sibling_executable.h"
-#include "sandbox/policy/policy.h"
-#include "sandbox/launch/reap_later.h"
 #include "base/wipe.h"
+#include "netpolicy/netd_protocol.h"
+#include "netpolicy/network_allowlist_json.h"
+#include "sandbox/fs/fs_beneath.h"
+#include "sandbox/launch/child_wait.h"
+#include "sandbox/launch/reap_later.h"
+#include "sandbox/policy/policy.h"
 
 namespace sbx {
 namespace {
@@ -181,9 +182,8 @@ Result<std::unique_ptr<NetdProcess>> StartNetd(const std::string& binary,
   }
   UniqueFd ca_files;
   if (!ca_pems.empty()) {
-    auto memfd = CaFilesMemfd(ca_pems);
-    if (!memfd) return memfd.error();
-    ca_files = std::move(*memfd);
+    SBX_ASSIGN_OR_RETURN(auto memfd, CaFilesMemfd(ca_pems));
+    ca_files = std::move(memfd);
   }
   // The usual failure, said at once; execve's own errors come with the wait for "ready".
   if (access(binary.c_str(), X_OK) != 0) {
@@ -279,8 +279,7 @@ Result<void> NetdProcess::SendCaptureSockets(const std::vector<CapturedSocket>& 
     SBX_TRY(SendDatagram(control_fd(), batch.dump(), fds));
     at += count;
   } while (at < sockets.size());
-  auto serving = ReceiveReply(control_fd(), "serving");
-  if (!serving) return serving.error();
+  SBX_TRY(ReceiveReply(control_fd(), "serving"));
   return Ok{};
 }
 

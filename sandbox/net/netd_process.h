@@ -31,10 +31,10 @@
 #include <vector>
 
 #include "base/error.h"
-#include "sandbox/net/network_capture.h"
+#include "base/unique_fd.h"
 #include "netpolicy/netd_protocol.h"
 #include "netpolicy/network_rules.h"
-#include "base/unique_fd.h"
+#include "sandbox/net/network_capture.h"
 
 namespace sbx {
 

@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "sandbox/launch/child_report.h"
 #include "netpolicy/netd_protocol.h"
+#include "sandbox/launch/child_report.h"
 #include "sandbox/net/network_redirect.h"
 
 namespace sbx {

@@ -10,11 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/fs/fs_beneath.h"
-#include "netpolicy/netd_protocol.h"
-#include "sandbox/net/pem_text.h"
 #include "base/small_file.h"
 #include "base/wipe.h"
+#include "netpolicy/netd_protocol.h"
+#include "sandbox/fs/fs_beneath.h"
+#include "sandbox/net/pem_text.h"
 
 namespace sbx {
 namespace {
@@ -48,9 +48,8 @@ Result<std::vector<std::string>> ReadCaFiles(const std::string& field,
                                              const std::vector<std::string>& paths) {
   std::vector<std::string> pems;
   for (size_t i = 0; i < paths.size(); ++i) {
-    auto pem = ReadCaFile(field + "[" + std::to_string(i) + "]", paths[i]);
-    if (!pem) return pem.error();
-    pems.push_back(std::move(*pem));
+    SBX_ASSIGN_OR_RETURN(auto pem, ReadCaFile(field + "[" + std::to_string(i) + "]", paths[i]));
+    pems.push_back(std::move(pem));
   }
   return pems;
 }

@@ -1,18 +1,18 @@
-// Policy validation: ranges, host bounds, environment entries and the network allowlist.
+// Policy validation: ranges, host bounds, environment entries; the network allowlist's own
+// checks are netpolicy's (network_allowlist_json.h).
 #include "sandbox/policy/policy.h"
 
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
-#include "sandbox/image/image.h"
-#include "netpolicy/netd_protocol.h"
+#include "base/env_name.h"
+#include "base/range_check.h"
+#include "netpolicy/network_allowlist_json.h"
 #include "netpolicy/network_proxy_env.h"
-#include "base/units.h"
+#include "sandbox/image/image.h"
 
 namespace sbx {
 
@@ -27,50 +27,8 @@ uint64_t HostMemoryBytes() {
   return 1ull << 40;
 }
 
-namespace {
-
-Result<void> CheckSize(const char* field, uint64_t value, uint64_t min, uint64_t max,
-                       const char* why_max) {
-  if (value < min || value > max) {
-    return InvalidInput(std::string(field) + ": " + FormatSize(value) + " is out of range; use " +
-                        FormatSize(min) + " to " + FormatSize(max) + " (" + why_max + ")");
-  }
-  return Ok{};
-}
-
-Result<void> CheckCount(const char* field, uint64_t value, uint64_t min, uint64_t max) {
-  if (value < min || value > max) {
-    return InvalidInput(std::string(field) + ": " + std::to_string(value) +
-                        " is out of range; use " + std::to_string(min) + " to " +
-                        std::to_string(max));
-  }
-  return Ok{};
-}
-
-std::string Number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g", value);
-  return text;
-}
-
-Result<void> CheckSeconds(const std::string& field, double value, double min, double max) {
-  if (!(value >= min && value <= max)) {
-    return InvalidInput(field + ": " + Number(value) + " s is out of range; use " + Number(min) +
-                        " to " + Number(max) + " seconds");
-  }
-  return Ok{};
-}
-
-}  // namespace
-
 bool Policy::AllowsDegraded(Layer layer) const {
   return std::find(allow_degraded.begin(), allow_degraded.end(), layer) != allow_degraded.end();
-}
-
-bool IsEnvName(std::string_view name) {
-  bool name_ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
-  for (char c : name) name_ok = name_ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-  return name_ok;
 }
 
 Result<void> ValidateEnvEntry(const std::string& field, const std::string& name,
@@ -139,47 +97,6 @@ Result<void> ValidatePolicy(const Policy& policy) {
                             rule.name + "\"), which sets it to the placeholder; remove one");
       }
     }
-  }
-  return Ok{};
-}
-
-Result<void> ValidateNetworkAllowlist(const NetworkAllowlist& allowlist) {
-  using Ranges = NetworkLimitRanges;
-  for (const auto& [key, rules] :
-       {std::pair{"allow", &allowlist.allow}, std::pair{"deny", &allowlist.deny},
-        std::pair{"allow_private", &allowlist.allow_private}}) {
-    if (rules->size() > Ranges::kMaxRules) {
-      return InvalidInput(std::string("network.") + key + ": " + std::to_string(rules->size()) +
-                          " rules; at most 1024");
-    }
-  }
-  for (size_t i = 0; i < allowlist.allow_private.size(); ++i) {
-    const NetworkRule& rule = allowlist.allow_private[i];
-    if (rule.kind != HostPatternKind::kAddress) {
-      return InvalidInput(
-          "network.allow_private[" + std::to_string(i) + "]: \"" + rule.text +
-          "\": allow_private takes IP addresses and CIDRs (like \"10.20.0.0/16:8443\"), not "
-          "names; list the name in allow and the internal addresses it resolves to here");
-    }
-  }
-  const NetworkLimits& limits = allowlist.limits;
-  SBX_TRY(CheckCount("network.limits.max_connections", limits.max_connections,
-                     Ranges::kMinConnections, Ranges::kMaxConnections));
-  SBX_TRY(CheckSize("network.limits.egress_bytes", limits.egress_bytes_max, Ranges::kMinEgress,
-                    Ranges::kMaxEgress, "bytes sent upstream per run"));
-  SBX_TRY(CheckSeconds("network.limits.connect_timeout", limits.connect_timeout_seconds,
-                       Ranges::kMinConnectTimeout, Ranges::kMaxConnectTimeout));
-  SBX_TRY(CheckSeconds("network.limits.idle_timeout", limits.idle_timeout_seconds,
-                       Ranges::kMinIdleTimeout, Ranges::kMaxIdleTimeout));
-  SBX_TRY(CheckCapturePorts(allowlist, "network"));
-  SBX_TRY(ValidateInjectRules(allowlist));
-  // sbx-netd receives the allowlist in one control message, next to a small envelope.
-  const size_t json_bytes = NetworkAllowlistToJson(allowlist).size();
-  if (json_bytes > kNetdMaxMessage - kNetdEnvelopeBytes) {
-    return InvalidInput("network: the rules take " + std::to_string(json_bytes) +
-                        " bytes as JSON; at most " +
-                        std::to_string(kNetdMaxMessage - kNetdEnvelopeBytes) +
-                        " fit the message to sbx-netd (use fewer rules, or *.suffix rules)");
   }
   return Ok{};
 }

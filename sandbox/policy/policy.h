@@ -86,19 +86,6 @@ struct LimitRanges {
   static constexpr size_t kMaxEnvEntries = 256;
 };
 
-// Ranges of the allowlist's limits (network.limits) and list sizes.
-struct NetworkLimitRanges {
-  static constexpr uint32_t kMinConnections = 1;
-  static constexpr uint32_t kMaxConnections = 1000000;
-  static constexpr uint64_t kMinEgress = 1024;
-  static constexpr uint64_t kMaxEgress = 1ull << 40;
-  static constexpr double kMinConnectTimeout = 0.1;
-  static constexpr double kMaxConnectTimeout = 300;
-  static constexpr double kMinIdleTimeout = 1;
-  static constexpr double kMaxIdleTimeout = 24 * 3600.0;
-  static constexpr size_t kMaxRules = 1024;  // per list
-};
-
 // The host's RAM (MemTotal), the most limits.memory may be.
 uint64_t HostMemoryBytes();
 
@@ -106,16 +93,6 @@ uint64_t HostMemoryBytes();
 // host's RAM, cpus at most its CPU count). The error names the field and the fix.
 Result<void> ValidatePolicy(const Policy& policy);
 
-// Checks an allowlist as a whole: limits in range, allow_private holds address rules only, the
-// allow ports can be captured (CheckCapturePorts), and its JSON fits the one message that carries
-// it to sbx-netd. Errors name "network.<field>".
-Result<void> ValidateNetworkAllowlist(const NetworkAllowlist& allowlist);
-// The inject rules against each other and the allow rules: names, hosts and placeholder
-// variables unique, every host allowed on port 443 (ValidateNetworkAllowlist calls it).
-Result<void> ValidateInjectRules(const NetworkAllowlist& allowlist);
-
-// NAME matches [A-Za-z_][A-Za-z0-9_]*.
-bool IsEnvName(std::string_view name);
 // Checks one environment entry: NAME matches [A-Za-z_][A-Za-z0-9_]*, the value has no NUL
 // and is at most 32 KiB. `field` names it in the error ("env.FOO", "--env").
 Result<void> ValidateEnvEntry(const std::string& field, const std::string& name,
@@ -132,14 +109,5 @@ Result<Isolation> ParseIsolation(const std::string& name, const std::string& fie
 // comments, a BOM, more than 1 MiB or nesting deeper than 16 are errors naming the JSON path.
 Result<Policy> ParsePolicyJson(const std::string& text);
 Result<Policy> LoadPolicyFile(const std::string& path);
-
-// The allowlist as JSON, for sbx-netd: the policy's network object without "mode", every key
-// present, rules as written ({"allow":[...],"deny":[...],"allow_private":[...],"limits":{...},
-// "inject":[...],"extra_ca_files":[...],"upstream_ca_files":[...]}). No secret is in it: inject
-// rules say where the runner reads each secret, not the secret.
-std::string NetworkAllowlistToJson(const NetworkAllowlist& allowlist);
-// Its strict inverse (the policy loader's rules for the network object, then
-// ValidateNetworkAllowlist): ParseNetworkAllowlistJson(NetworkAllowlistToJson(a)) == a.
-Result<NetworkAllowlist> ParseNetworkAllowlistJson(const std::string& text);
 
 }  // namespace sbx

@@ -1,12 +1,13 @@
-// The strict JSON policy loader (the network object is read in policy_network.cc).
+// The strict JSON policy loader (the network object's allowlist is read by netpolicy, in
+// network_allowlist_json.cc).
 #include <sys/stat.h>
 
 #include <fstream>
 #include <vector>
 
+#include "netpolicy/policy_json.h"
 #include "sandbox/image/image.h"
 #include "sandbox/policy/policy.h"
-#include "sandbox/policy/policy_json.h"
 
 namespace sbx {
 namespace {
@@ -18,6 +19,61 @@ using policy_json::json;
 using policy_json::SecondsField;
 using policy_json::SizeField;
 
+// Keys of the policy's network object that name features this sbx does not have yet. They are
+// refused rather than ignored: a policy that asks for path rules must not run without them.
+constexpr std::pair<const char*, const char*> kNotImplemented[] = {
+    {"http_rules", "HTTP method and path rules are not implemented yet in this sbx"},
+};
+
+// The policy's "network" value: "none", "host", or the object of policies/SCHEMA.md, whose
+// allowlist keys netpolicy reads.
+Result<void> ReadNetwork(const json& value, Policy& policy) {
+  if (value == "none" || value == "host") {
+    policy.network = value == "host" ? NetworkMode::kHost : NetworkMode::kNone;
+    return Ok{};
+  }
+  if (value == "allowlist") {
+    return InvalidInput(
+        "network: \"allowlist\" needs the object form, "
+        "{\"mode\": \"allowlist\", \"allow\": [\"pypi.org\", ...]}");
+  }
+  if (!value.is_object()) {
+    return FieldError(
+        "network",
+        "\"none\", \"host\" or an object like {\"mode\": \"allowlist\", \"allow\": [...]}", value);
+  }
+  SBX_TRY(CheckKeys(
+      "network", value,
+      {"mode", "allow", "deny", "allow_private", "limits", "inject", "extra_ca_files",
+       "upstream_ca_files", "http_rules", "proxy_env"}));
+  for (const auto& [key, why] : kNotImplemented) {
+    if (value.contains(key)) {
+      return InvalidInput(std::string("network.") + key + ": " + why + "; remove it");
+    }
+  }
+  if (!value.contains("mode"))
+    return InvalidInput("network.mode: missing; write \"allowlist\", \"none\" or \"host\"");
+  const json& mode = value["mode"];
+  if (mode != "allowlist" && mode != "none" && mode != "host") {
+    return FieldError("network.mode", "\"allowlist\", \"none\" or \"host\"", mode);
+  }
+  if (mode != "allowlist") {
+    for (const char* key : {"allow", "deny", "allow_private", "limits", "inject", "extra_ca_files",
+                            "upstream_ca_files", "proxy_env"}) {
+      if (value.contains(key)) {
+        return InvalidInput(std::string("network.") + key +
+                            ": only with \"mode\": \"allowlist\", not \"" +
+                            mode.get<std::string>() + "\"");
+      }
+    }
+    policy.network = mode == "host" ? NetworkMode::kHost : NetworkMode::kNone;
+    return Ok{};
+  }
+  policy.network = NetworkMode::kAllowlist;
+  policy.network_allowlist = NetworkAllowlist{};
+  return policy_json::ReadNetworkAllowlist(value, policy.network_allowlist);
+}
+
 Result<void> ReadLimits(const json& limits, Limits& out) {
   if (!limits.is_object()) return FieldError("limits", "an object", limits);
   SBX_TRY(CheckKeys("limits", limits,
@@ -27,18 +83,16 @@ Result<void> ReadLimits(const json& limits, Limits& out) {
     const std::string field = "limits." + key;
     if (key == "memory" || key == "output" || key == "file_size" || key == "rootfs_size" ||
         key == "tmp_size") {
-      auto size = SizeField(field, value);
-      if (!size) return size.error();
+      SBX_ASSIGN_OR_RETURN(auto size, SizeField(field, value));
       uint64_t* target = key == "memory"        ? &out.memory_bytes
                          : key == "output"      ? &out.output_bytes
                          : key == "file_size"   ? &out.file_size_bytes
                          : key == "rootfs_size" ? &out.rootfs_size_bytes
                                                 : &out.tmp_size_bytes;
-      *target = *size;
+      *target = size;
     } else if (key == "pids" || key == "open_files") {
-      auto count = Count32Field(field, value);
-      if (!count) return count.error();
-      (key == "pids" ? out.pids : out.open_files) = *count;
+      SBX_ASSIGN_OR_RETURN(auto count, Count32Field(field, value));
+      (key == "pids" ? out.pids : out.open_files) = count;
     } else {  // cpus, timeout
       auto number = SecondsField(field, value);
       if (!number) {
@@ -59,9 +113,8 @@ Result<void> ReadPolicy(const json& root, Policy& policy) {
   if (root.contains("isolation")) {
     const json& isolation = root["isolation"];
     if (!isolation.is_string()) return FieldError("isolation", "\"namespaces\" or \"outer\"", isolation);
-    auto parsed = ParseIsolation(isolation.get<std::string>(), "isolation");
-    if (!parsed) return parsed.error();
-    policy.isolation = *parsed;
+    SBX_ASSIGN_OR_RETURN(auto parsed, ParseIsolation(isolation.get<std::string>(), "isolation"));
+    policy.isolation = parsed;
   }
   if (root.contains("image")) {
     const json& image = root["image"];
@@ -70,7 +123,7 @@ Result<void> ReadPolicy(const json& root, Policy& policy) {
     if (!valid) return valid.error().Context("image");
     policy.image = image.get<std::string>();
   }
-  if (root.contains("network")) SBX_TRY(policy_json::ReadNetworkField(root["network"], policy));
+  if (root.contains("network")) SBX_TRY(ReadNetwork(root["network"], policy));
   if (root.contains("limits")) SBX_TRY(ReadLimits(root["limits"], policy.limits));
   if (root.contains("env")) {
     const json& env = root["env"];
@@ -97,10 +150,9 @@ Result<void> ReadPolicy(const json& root, Policy& policy) {
 }  // namespace
 
 Result<Policy> ParsePolicyJson(const std::string& text) {
-  auto root = policy_json::ParseStrict(text, "policy");
-  if (!root) return root.error();
+  SBX_ASSIGN_OR_RETURN(auto root, policy_json::ParseStrict(text, "policy"));
   Policy policy;
-  SBX_TRY(ReadPolicy(*root, policy));
+  SBX_TRY(ReadPolicy(root, policy));
   SBX_TRY(ValidatePolicy(policy));
   return policy;
 }

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <memory>
 #include <iterator>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -159,9 +159,8 @@ Result<int> ResolveSyscall(const char* name) {
 
 Result<void> AddRule(scmp_filter_ctx ctx, const char* name, uint32_t action,
                      const std::vector<scmp_arg_cmp>& when) {
-  auto nr = ResolveSyscall(name);
-  if (!nr) return nr.error();
-  int rc = seccomp_rule_add_array(ctx, action, *nr, static_cast<unsigned>(when.size()),
+  SBX_ASSIGN_OR_RETURN(auto nr, ResolveSyscall(name));
+  int rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(when.size()),
                                   when.empty() ? nullptr : when.data());
   if (rc < 0) {
     return SysError(ErrorCode::kInternal, std::string("seccomp_rule_add(") + name + ")", -rc);
@@ -353,9 +352,8 @@ Result<const SeccompProgram*> CompileSeccompProgram(const SeccompOptions& option
     return static_cast<const SeccompProgram*>(cache->back().second.get());
   }
 #endif
-  auto program = Compile(options);
-  if (!program) return program.error();
-  cache->emplace_back(options, std::move(*program));
+  SBX_ASSIGN_OR_RETURN(auto program, Compile(options));
+  cache->emplace_back(options, std::move(program));
   return static_cast<const SeccompProgram*>(cache->back().second.get());
 }
 

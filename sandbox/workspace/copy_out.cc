@@ -12,8 +12,8 @@
 #include <optional>
 #include <set>
 
-#include "sandbox/fs/fs_beneath.h"
 #include "base/unique_fd.h"
+#include "sandbox/fs/fs_beneath.h"
 
 namespace sbx {
 namespace {
@@ -195,15 +195,14 @@ class Copier {
                              reserved + "), never replaced by an output; rename the output");
       }
     }
-    auto components = SplitRelativePath(path);
-    if (!components) return components.error();
-    auto parent = OpenParentBeneath(dest_fd_, *components, true, std::nullopt, nullptr);
-    if (!parent) return parent.error();
+    SBX_ASSIGN_OR_RETURN(auto components, SplitRelativePath(path));
+    SBX_ASSIGN_OR_RETURN(auto parent,
+                         OpenParentBeneath(dest_fd_, components, true, std::nullopt, nullptr));
     std::string temp;
     UniqueFd out;
     for (int attempt = 0; attempt < 100 && !out; ++attempt) {
       temp = ".sbx-copy-" + std::to_string(::getpid()) + "-" + std::to_string(temp_counter_++);
-      out.reset(::openat(parent->fd.get(), temp.c_str(),
+      out.reset(::openat(parent.fd.get(), temp.c_str(),
                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
       if (!out && errno != EEXIST) return SysError(ErrorCode::kIo, "create " + temp);
     }
@@ -211,9 +210,9 @@ class Copier {
     Result<void> done = CopyRange(in_fd, 0, size, out.get());
     if (done && ::fchmod(out.get(), mode) != 0) done = SysError(ErrorCode::kIo, "fchmod");
     if (done &&
-        ::renameat(parent->fd.get(), temp.c_str(), parent->fd.get(), parent->name.c_str()) != 0)
+        ::renameat(parent.fd.get(), temp.c_str(), parent.fd.get(), parent.name.c_str()) != 0)
       done = SysError(ErrorCode::kIo, "rename over " + path);
-    if (!done) (void)::unlinkat(parent->fd.get(), temp.c_str(), 0);
+    if (!done) (void)::unlinkat(parent.fd.get(), temp.c_str(), 0);
     return done;
   }
 

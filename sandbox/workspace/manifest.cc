@@ -197,9 +197,9 @@ Result<void> WriteFileContents(const PlannedFile& file, int out_fd) {
   UniqueFd opened;
   int in_fd = file.source_fd;
   if (in_fd < 0) {
-    auto in = OpenBeneath(file.root_fd, file.host_relative, O_RDONLY | O_NONBLOCK | O_NOCTTY);
-    if (!in) return in.error();
-    opened = std::move(*in);
+    SBX_ASSIGN_OR_RETURN(
+        auto in, OpenBeneath(file.root_fd, file.host_relative, O_RDONLY | O_NONBLOCK | O_NOCTTY));
+    opened = std::move(in);
     in_fd = opened.get();
   }
   struct stat st {};
@@ -344,12 +344,11 @@ Result<void> ValidateManifest(const Manifest& manifest, const ManifestLimits& li
 Result<StageReport> StageManifestAt(int workspace_fd, const Manifest& manifest,
                                     const FileOwner& owner, const ManifestLimits& limits) {
   SBX_TRY(ValidateManifest(manifest, limits));
-  auto plan = MakePlan(manifest, limits);
-  if (!plan) return plan.error();
+  SBX_ASSIGN_OR_RETURN(auto plan, MakePlan(manifest, limits));
   StageReport report;
-  report.skipped = plan->skipped;
+  report.skipped = plan.skipped;
   std::vector<std::string> created;
-  auto done = Execute(workspace_fd, *plan, owner, manifest, &report, &created);
+  auto done = Execute(workspace_fd, plan, owner, manifest, &report, &created);
   if (!done) {
     Undo(workspace_fd, created);
     return done.error().Context("staging the manifest (nothing was left behind)");

@@ -213,9 +213,8 @@ Result<std::string> RequireCanonicalPath(const std::string& field, const std::st
 
 Result<Workspace> OpenWorkspace(const std::string& path) {
   const std::string field = "--workspace " + path;
-  auto resolved = RequireCanonicalPath(field, path);
-  if (!resolved) return resolved.error();
-  const std::string& canonical = *resolved;
+  SBX_ASSIGN_OR_RETURN(auto resolved, RequireCanonicalPath(field, path));
+  const std::string& canonical = resolved;
   for (const char* tree : kForbiddenTrees) {
     if (IsUnder(canonical, tree)) return InvalidInput(field + ": system directories cannot be a workspace");
   }
@@ -272,15 +271,13 @@ Result<LockedRunDirectory> CreateLockedRunDirectory(const std::string& base, con
 }
 
 Result<Workspace> CreateTemporaryWorkspace(uid_t owner_uid, gid_t owner_gid) {
-  auto base = StateDirectory();
-  if (!base) return base.error();
-  auto made = CreateLockedRunDirectory(*base, "ws-", owner_uid, owner_gid);
-  if (!made) return made.error();
+  SBX_ASSIGN_OR_RETURN(auto base, StateDirectory());
+  SBX_ASSIGN_OR_RETURN(auto made, CreateLockedRunDirectory(base, "ws-", owner_uid, owner_gid));
   Workspace workspace;
-  workspace.path = made->path;
+  workspace.path = made.path;
   workspace.temporary = true;
   // Held while the Workspace lives: RemoveStaleRunDirectories leaves a locked workspace alone.
-  workspace.lock = std::move(made->lock);
+  workspace.lock = std::move(made.lock);
   workspace.fd.reset(::open(workspace.path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!workspace.fd) {
     Error error = SysError(ErrorCode::kSetupFailed, "open(" + workspace.path + ")");

@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/workspace/copy_out.h"
 #include "base/error.h"
 #include "sandbox/fs/fs_beneath.h"
+#include "sandbox/workspace/copy_out.h"
 #include "sandbox/workspace/manifest.h"
 
 namespace sbx {

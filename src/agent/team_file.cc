@@ -7,8 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "netpolicy/policy_json.h"
 #include "sandbox/image/image.h"
-#include "sandbox/policy/policy_json.h"
 
 namespace sbx::agent {
 namespace {
@@ -71,9 +71,8 @@ Result<TeamAgent> ReadAgent(const std::string& where, const json& value,
   SBX_TRY(policy_json::CheckKeys(where, value, agent.executes_code ? kExecutorKeys : kLlmKeys));
   auto name = value.find("name");
   if (name == value.end()) return InvalidInput(where + ".name: missing; every agent has a name");
-  auto name_text = StringField(where + ".name", *name);
-  if (!name_text) return name_text.error();
-  agent.name = *name_text;
+  SBX_ASSIGN_OR_RETURN(auto name_text, StringField(where + ".name", *name));
+  agent.name = name_text;
   bool well_formed = !agent.name.empty() && agent.name.size() <= 64;
   for (char c : agent.name)
     well_formed =
@@ -92,9 +91,8 @@ Result<TeamAgent> ReadAgent(const std::string& where, const json& value,
         {"base_url", &agent.base_url},
         {"scripted_model", &agent.scripted_model}}) {
     if (auto it = value.find(key); it != value.end()) {
-      auto text = StringField(where + "." + key, *it);
-      if (!text) return text.error();
-      *target = *text;
+      SBX_ASSIGN_OR_RETURN(auto text, StringField(where + "." + key, *it));
+      *target = text;
     }
   }
   agent.scripted_model = Resolve(agent.scripted_model, base_dir);
@@ -106,14 +104,13 @@ Result<TeamAgent> ReadAgent(const std::string& where, const json& value,
     agent.temperature = it->get<double>();
   }
   if (auto it = value.find("human_input_mode"); it != value.end()) {
-    auto mode = ModeField(where + ".human_input_mode", *it);
-    if (!mode) return mode.error();
-    agent.human_input_mode = *mode;
+    SBX_ASSIGN_OR_RETURN(auto mode, ModeField(where + ".human_input_mode", *it));
+    agent.human_input_mode = mode;
   }
   if (auto it = value.find("max_consecutive_auto_reply"); it != value.end()) {
-    auto count = CountField(where + ".max_consecutive_auto_reply", *it, 0, 10000);
-    if (!count) return count.error();
-    agent.max_consecutive_auto_reply = *count;
+    SBX_ASSIGN_OR_RETURN(auto count,
+                         CountField(where + ".max_consecutive_auto_reply", *it, 0, 10000));
+    agent.max_consecutive_auto_reply = count;
   }
   return agent;
 }
@@ -170,9 +167,8 @@ Result<void> ValidateTeam(const TeamSpec& spec) {
 }
 
 Result<TeamSpec> ParseTeam(const std::string& text, const std::string& base_dir) {
-  auto parsed = policy_json::ParseStrict(text, "team file");
-  if (!parsed) return parsed.error();
-  const json& root = *parsed;
+  SBX_ASSIGN_OR_RETURN(auto parsed, policy_json::ParseStrict(text, "team file"));
+  const json& root = parsed;
   if (!root.is_object()) return FieldError("team file", "an object with \"agents\"", root);
   SBX_TRY(policy_json::CheckKeys("", root, kTopKeys));
   TeamSpec spec;
@@ -180,9 +176,9 @@ Result<TeamSpec> ParseTeam(const std::string& text, const std::string& base_dir)
   if (agents == root.end()) return InvalidInput("agents: missing; list the team's agents");
   if (!agents->is_array()) return FieldError("agents", "an array of agents", *agents);
   for (size_t i = 0; i < agents->size(); ++i) {
-    auto agent = ReadAgent("agents[" + std::to_string(i) + "]", (*agents)[i], base_dir);
-    if (!agent) return agent.error();
-    spec.agents.push_back(std::move(*agent));
+    SBX_ASSIGN_OR_RETURN(auto agent,
+                         ReadAgent("agents[" + std::to_string(i) + "]", (*agents)[i], base_dir));
+    spec.agents.push_back(std::move(agent));
   }
   if (auto it = root.find("pattern"); it != root.end()) {
     if (*it == "round_robin") {
@@ -194,14 +190,12 @@ Result<TeamSpec> ParseTeam(const std::string& text, const std::string& base_dir)
     }
   }
   if (auto it = root.find("initial_agent"); it != root.end()) {
-    auto name = StringField("initial_agent", *it);
-    if (!name) return name.error();
-    spec.initial_agent = *name;
+    SBX_ASSIGN_OR_RETURN(auto name, StringField("initial_agent", *it));
+    spec.initial_agent = name;
   }
   if (auto it = root.find("max_rounds"); it != root.end()) {
-    auto rounds = CountField("max_rounds", *it, 1, 1000);
-    if (!rounds) return rounds.error();
-    spec.max_rounds = *rounds;
+    SBX_ASSIGN_OR_RETURN(auto rounds, CountField("max_rounds", *it, 1, 1000));
+    spec.max_rounds = rounds;
   }
   if (auto it = root.find("image"); it != root.end()) {
     auto image = StringField("image", *it);

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/launch/child_wait.h"
 #include "base/error.h"
 #include "sandbox/image/image.h"
+#include "sandbox/launch/child_wait.h"
 
 namespace sbx::cli {
 namespace {

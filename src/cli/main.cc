@@ -9,8 +9,8 @@
 #include <cstring>
 #include <string>
 
-#include "sandbox/launch/reap_later.h"
 #include "base/sibling_executable.h"
+#include "sandbox/launch/reap_later.h"
 #include "src/cli/doctor_command.h"
 #include "src/cli/image_command.h"
 #include "src/cli/run_command.h"

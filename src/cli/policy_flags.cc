@@ -1,8 +1,8 @@
 // The policy flags shared by `sbx run` and `sbx agent`.
 #include "src/cli/policy_flags.h"
 
-#include "sandbox/image/image.h"
 #include "base/units.h"
+#include "sandbox/image/image.h"
 
 namespace sbx::cli {
 namespace {
@@ -29,11 +29,10 @@ Result<void> ApplyAllowFlag(const std::string& value, Policy& policy) {
                         ": the network is host (from --network host or the policy), which "
                         "cannot enforce an allowlist; drop --network host");
   }
-  auto rule = ParseNetworkRule(value, "--allow");
-  if (!rule) return rule.error();
+  SBX_ASSIGN_OR_RETURN(auto rule, ParseNetworkRule(value, "--allow"));
   if (policy.network != NetworkMode::kAllowlist) policy.network_allowlist = NetworkAllowlist{};
   policy.network = NetworkMode::kAllowlist;
-  policy.network_allowlist.allow.push_back(std::move(*rule));
+  policy.network_allowlist.allow.push_back(std::move(rule));
   return Ok{};
 }
 
@@ -54,9 +53,8 @@ bool TakeFlagValue(int argc, char** argv, int& i, std::string& arg, std::string&
 Result<Policy> ResolvePolicy(const std::string& policy_file, const PolicyFlags& flags) {
   Policy policy;
   if (!policy_file.empty()) {
-    auto loaded = LoadPolicyFile(policy_file);
-    if (!loaded) return loaded.error();
-    policy = std::move(*loaded);
+    SBX_ASSIGN_OR_RETURN(auto loaded, LoadPolicyFile(policy_file));
+    policy = std::move(loaded);
   }
   for (const auto& [flag, value] : flags) SBX_TRY(ApplyPolicyFlag(flag, value, policy));
   SBX_TRY(ValidatePolicy(policy));

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/image/image.h"
-#include "sandbox/launcher.h"
 #include "base/unique_fd.h"
 #include "base/units.h"
+#include "sandbox/image/image.h"
+#include "sandbox/launcher.h"
 #include "src/cli/policy_flags.h"
 
 namespace sbx::cli {

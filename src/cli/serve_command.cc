@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "base/small_file.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/host/host_probe.h"
 #include "sandbox/image/image.h"
-#include "sandbox/launcher.h"
 #include "sandbox/launch/outer_run.h"
 #include "sandbox/launch/run_result.h"
+#include "sandbox/launcher.h"
 #include "sandbox/policy/policy.h"
-#include "base/small_file.h"
 #include "src/cli/policy_flags.h"
 #include "src/executor/session_pool.h"
 #include "src/server/api.h"
@@ -128,15 +128,14 @@ Result<nlohmann::json> EnforcementReport(const Policy& policy, const std::string
     if (!image_dir) return image_dir.error();
     spec.image_dir = *image_dir;
   }
-  auto ran = RunSandboxed(spec);
-  if (!ran) return ran.error();
-  if (ran->status != RunStatus::kExited || ran->exit_code != 0) {
+  SBX_ASSIGN_OR_RETURN(auto ran, RunSandboxed(spec));
+  if (ran.status != RunStatus::kExited || ran.exit_code != 0) {
     return MakeError(ErrorCode::kSetupFailed, "a probe sandbox (/bin/true) with the server's policy "
-                                              "failed: " + std::string(RunStatusName(ran->status)) +
-                                              " " + ran->setup_error);
+                                              "failed: " + std::string(RunStatusName(ran.status)) +
+                                              " " + ran.setup_error);
   }
   nlohmann::json mechanisms = nlohmann::json::object();
-  for (const Enforcement& line : ran->enforcement) mechanisms[line.what] = line.mechanism;
+  for (const Enforcement& line : ran.enforcement) mechanisms[line.what] = line.mechanism;
   std::string cgroup = "rlimits";
   if (auto memory = mechanisms.find("memory"); memory != mechanisms.end()) {
     const std::string& mechanism = memory->get_ref<const std::string&>();
@@ -151,7 +150,7 @@ Result<nlohmann::json> EnforcementReport(const Policy& policy, const std::string
   return nlohmann::json{{"network", NetworkModeName(policy.network)},
                         {"cgroup", cgroup},
                         {"seccomp", seccomp},
-                        {"degraded", ran->degraded},
+                        {"degraded", ran.degraded},
                         {"mechanisms", mechanisms},
                         {"host", probes}};
 }

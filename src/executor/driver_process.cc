@@ -140,20 +140,18 @@ class LocalDriver final : public DriverProcess {
 }  // namespace
 
 Result<std::unique_ptr<DriverProcess>> StartSandboxedDriver(RunSpec spec) {
-  auto sockets = MakeSocketPair();
-  if (!sockets) return sockets.error();
+  SBX_ASSIGN_OR_RETURN(auto sockets, MakeSocketPair());
   UniqueFd cancel(::eventfd(0, EFD_CLOEXEC));
   UniqueFd ended(::eventfd(0, EFD_CLOEXEC));
   if (!cancel || !ended) return SysError(ErrorCode::kIo, "eventfd");
   return std::unique_ptr<DriverProcess>(
-      new SandboxedDriver(std::move(spec), std::move(*sockets), std::move(cancel), std::move(ended)));
+      new SandboxedDriver(std::move(spec), std::move(sockets), std::move(cancel), std::move(ended)));
 }
 
 Result<std::unique_ptr<DriverProcess>> StartLocalDriver(const std::vector<std::string>& argv,
                                                         const std::string& workspace_dir) {
   if (argv.empty()) return InvalidInput("local driver: empty argv");
-  auto sockets = MakeSocketPair();
-  if (!sockets) return sockets.error();
+  SBX_ASSIGN_OR_RETURN(auto sockets, MakeSocketPair());
   // Everything the child needs is built before fork: the child of a threaded process must not
   // allocate.
   std::vector<std::string> env;
@@ -190,7 +188,7 @@ Result<std::unique_ptr<DriverProcess>> StartLocalDriver(const std::vector<std::s
       ::setsid();
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(126);
-      if (::dup2(sockets->driver.get(), 0) < 0 || ::dup2(dev_null.get(), 1) < 0 ||
+      if (::dup2(sockets.driver.get(), 0) < 0 || ::dup2(dev_null.get(), 1) < 0 ||
           ::dup2(dev_null.get(), 2) < 0 || ::chdir(workspace_dir.c_str()) != 0) {
         ::_exit(126);
       }
@@ -217,7 +215,7 @@ Result<std::unique_ptr<DriverProcess>> StartLocalDriver(const std::vector<std::s
     return child.error;
   }
   return std::unique_ptr<DriverProcess>(
-      new LocalDriver(std::move(sockets->host), child.pid, std::move(child.pidfd), std::move(parent_thread)));
+      new LocalDriver(std::move(sockets.host), child.pid, std::move(child.pidfd), std::move(parent_thread)));
 }
 
 }  // namespace sbx::executor

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "base/error.h"
-#include "sandbox/launcher.h"
-#include "sandbox/launch/run_result.h"
 #include "base/unique_fd.h"
+#include "sandbox/launch/run_result.h"
+#include "sandbox/launcher.h"
 
 namespace sbx::executor {
 

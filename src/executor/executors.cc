@@ -9,9 +9,9 @@
 #include <cstdio>
 
 #include "sandbox/image/image.h"
+#include "sandbox/isolation/userns.h"
 #include "sandbox/launcher.h"
 #include "sandbox/net/network_log.h"
-#include "sandbox/isolation/userns.h"
 #include "src/executor/workspace_changes.h"
 
 namespace sbx::executor {
@@ -87,25 +87,22 @@ Result<void> SessionExecutor::Prepare(bool local) {
   // The options' image wins over the policy's (ValidatePolicy checked that name).
   const std::string& image = options_.image.empty() ? options_.policy.image : options_.image;
   if (!options_.image.empty()) SBX_TRY(ValidateImageName(options_.image));
-  auto image_dir = options_.image_dir.empty() ? ResolveImageDir(image) : options_.image_dir;
-  if (!image_dir) return image_dir.error();
-  image_dir_ = *image_dir;
+  SBX_ASSIGN_OR_RETURN(auto image_dir,
+                       options_.image_dir.empty() ? ResolveImageDir(image) : options_.image_dir);
+  image_dir_ = image_dir;
   FileOwner owner{::geteuid(), ::getegid()};
   if (!local) {
-    auto mapping = ComputeIdMapping(::geteuid(), ::getegid());
-    if (!mapping) return mapping.error();
-    owner = FileOwner{mapping->host_uid, mapping->host_gid};
+    SBX_ASSIGN_OR_RETURN(auto mapping, ComputeIdMapping(::geteuid(), ::getegid()));
+    owner = FileOwner{mapping.host_uid, mapping.host_gid};
   }
   if (!options_.workspace_dir.empty()) {
-    auto opened = OpenWorkspace(options_.workspace_dir);
-    if (!opened) return opened.error();
-    workspace_ = std::move(*opened);
+    SBX_ASSIGN_OR_RETURN(auto opened, OpenWorkspace(options_.workspace_dir));
+    workspace_ = std::move(opened);
   } else if (local) {
     return InvalidInput("LocalExecutor: workspace_dir is required (there is no sandbox to make one)");
   } else {
-    auto created = CreateTemporaryWorkspace(owner.uid, owner.gid);
-    if (!created) return created.error();
-    workspace_ = std::move(*created);
+    SBX_ASSIGN_OR_RETURN(auto created, CreateTemporaryWorkspace(owner.uid, owner.gid));
+    workspace_ = std::move(created);
   }
   auto staged = StageManifestAt(workspace_.fd.get(), options_.manifest, owner);
   if (!staged) return staged.error().Context("manifest");
@@ -122,13 +119,11 @@ Result<void> SessionExecutor::PrepareOuter() {
   }
   SBX_TRY(CheckOuterRunner());
   if (!options_.workspace_dir.empty()) {
-    auto opened = OpenWorkspace(options_.workspace_dir);
-    if (!opened) return opened.error();
-    workspace_ = std::move(*opened);
+    SBX_ASSIGN_OR_RETURN(auto opened, OpenWorkspace(options_.workspace_dir));
+    workspace_ = std::move(opened);
   } else {
-    auto area = OuterArea::Create(/*with_workspace=*/true);
-    if (!area) return area.error();
-    outer_area_.emplace(std::move(*area));
+    SBX_ASSIGN_OR_RETURN(auto area, OuterArea::Create(/*with_workspace=*/true));
+    outer_area_.emplace(std::move(area));
     workspace_ = outer_area_->ReleaseWorkspace();
   }
   auto staged = StageManifestAt(workspace_.fd.get(), options_.manifest, FileOwner{kSandboxId, kSandboxId});
@@ -163,11 +158,10 @@ Result<std::unique_ptr<DriverProcess>> SessionExecutor::StartDriver() {
   spec.held_workspace = &workspace_;
   spec.cgroup_options = options_.cgroup_options;
   if (spec.policy.network == NetworkMode::kAllowlist) {
-    auto dir = NetworkLogDir();
-    if (!dir) return dir.error();
+    SBX_ASSIGN_OR_RETURN(auto dir, NetworkLogDir());
     // A directory reused across runs (an agent's --out-dir) keeps the older logs.
     do {
-      network_log_path_ = *dir + "/network-" + std::to_string(++sessions_started_) + ".jsonl";
+      network_log_path_ = dir + "/network-" + std::to_string(++sessions_started_) + ".jsonl";
     } while (::access(network_log_path_.c_str(), F_OK) == 0);
     network_log_offset_ = 0;
     spec.network_log_path = network_log_path_;
@@ -192,18 +186,16 @@ Result<CodeResult> SessionExecutor::ExecuteStreaming(const std::vector<CodeBlock
     // What the previous session's log gained after its last read (flows closing while it sat
     // idle or ended) is reported here, before the next session switches to a new log.
     ReadNetworkRecords(total);
-    auto driver = StartDriver();
-    if (!driver) return driver.error();
+    SBX_ASSIGN_OR_RETURN(auto driver, StartDriver());
     SessionConfig config;
     config.exec_timeout_seconds = options_.policy.limits.timeout_seconds;
     config.grace_seconds = options_.grace_seconds;
     config.output_bytes = options_.policy.limits.output_bytes;
     config.figures_dir = options_.figures_dir;
     config.stream_idle_seconds = options_.stream_idle_seconds;
-    auto started = PythonSession::Start(std::move(*driver), config);
-    if (!started) return started.error();
+    SBX_ASSIGN_OR_RETURN(auto started, PythonSession::Start(std::move(driver), config));
     std::lock_guard lock(session_mutex_);
-    session_ = std::move(*started);
+    session_ = std::move(started);
   }
   total.notice = std::exchange(pending_notice_, "");
   WorkspaceSnapshot before = SnapshotWorkspace(workspace_.fd.get());
@@ -333,9 +325,8 @@ Result<CodeResult> SandboxExecutor::Execute(const std::vector<CodeBlock>& blocks
   if (auto valid = ValidateBlocks(blocks); !valid) {
     return Rejected(valid.error(), NetworkModeName(options_.policy.network));
   }
-  auto session = SessionExecutor::Create(options_);
-  if (!session) return session.error();
-  return (*session)->ExecuteThenClose(blocks);  // its temporary workspace ends here too
+  SBX_ASSIGN_OR_RETURN(auto session, SessionExecutor::Create(options_));
+  return session->ExecuteThenClose(blocks);  // its temporary workspace ends here too
 }
 
 }  // namespace sbx::executor

@@ -28,12 +28,12 @@
 #include <vector>
 
 #include "sandbox/cgroup/cgroup.h"
+#include "sandbox/launch/outer_run.h"
+#include "sandbox/policy/policy.h"
 #include "sandbox/workspace/copy_out.h"
 #include "sandbox/workspace/manifest.h"
-#include "sandbox/policy/policy.h"
 #include "sandbox/workspace/workspace.h"
 #include "sandbox/workspace/workspace_archive.h"
-#include "sandbox/launch/outer_run.h"
 #include "src/executor/code_executor.h"
 #include "src/executor/python_session.h"
 

@@ -242,10 +242,9 @@ Result<std::unique_ptr<DriverProcess>> PooledSessionExecutor::StartDriver() {
     std::lock_guard<std::mutex> lock(core_->mutex);
     if (core_->stopping) return MakeError(ErrorCode::kUnavailable, "pool: closed; this session cannot be replaced");
   }
-  auto driver = core_->zygote->Spawn(workspace_, workspace_name_);
-  if (!driver) return driver.error();
-  host_pid_ = (*driver)->host_pid();
-  return std::unique_ptr<DriverProcess>(std::move(*driver));
+  SBX_ASSIGN_OR_RETURN(auto driver, core_->zygote->Spawn(workspace_, workspace_name_));
+  host_pid_ = driver->host_pid();
+  return std::unique_ptr<DriverProcess>(std::move(driver));
 }
 
 Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
@@ -273,10 +272,9 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
   auto image_dir = ResolveImageDir(options.image_dir.empty() ? options.policy.image : options.image_dir);
   if (!image_dir) return image_dir.error();
   core->image_dir = *image_dir;
-  auto mapping = ComputeIdMapping(::geteuid(), ::getegid());
-  if (!mapping) return mapping.error();
-  core->owner = FileOwner{mapping->host_uid, mapping->host_gid};
-  auto root = CreateTemporaryWorkspace(mapping->host_uid, mapping->host_gid);
+  SBX_ASSIGN_OR_RETURN(auto mapping, ComputeIdMapping(::geteuid(), ::getegid()));
+  core->owner = FileOwner{mapping.host_uid, mapping.host_gid};
+  auto root = CreateTemporaryWorkspace(mapping.host_uid, mapping.host_gid);
   if (!root) return root.error();
   core->root = std::move(*root);
   ZygoteOptions zygote_options;

@@ -35,10 +35,10 @@
 #include <memory>
 #include <string>
 
-#include "sandbox/cgroup/cgroup.h"
 #include "base/error.h"
-#include "sandbox/workspace/manifest.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "sandbox/policy/policy.h"
+#include "sandbox/workspace/manifest.h"
 #include "src/executor/executors.h"
 
 namespace sbx::executor {

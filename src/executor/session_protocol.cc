@@ -32,15 +32,13 @@ bool IsBool(const json& j) { return j.is_boolean(); }
 bool IsInteger(const json& j) { return j.is_number_integer(); }
 
 Result<std::string> StringMember(const json& object, const char* key) {
-  auto member = Member(object, key, IsString, "a string");
-  if (!member) return member.error();
-  return (*member)->get<std::string>();
+  SBX_ASSIGN_OR_RETURN(auto member, Member(object, key, IsString, "a string"));
+  return member->get<std::string>();
 }
 
 Result<bool> BoolMember(const json& object, const char* key) {
-  auto member = Member(object, key, IsBool, "true or false");
-  if (!member) return member.error();
-  return (*member)->get<bool>();
+  SBX_ASSIGN_OR_RETURN(auto member, Member(object, key, IsBool, "true or false"));
+  return member->get<bool>();
 }
 
 constexpr size_t kMaxReprBytes = 64 << 10;  // session_driver.py's MAX_REPR
@@ -104,39 +102,35 @@ class ReplyShapeCheck final : public json::json_sax_t {
 Result<void> FillFromReply(const json& reply, int expected_id, const std::string& figures_dir,
                            CodeResult& result) {
   if (!reply.is_object()) return BadReply("not a JSON object");
-  auto id = Member(reply, "id", IsInteger, "an integer");
-  if (!id) return id.error();
-  if ((*id)->get<int64_t>() != expected_id) {
-    return BadReply("answers request " + (*id)->dump() + ", expected " + std::to_string(expected_id));
+  SBX_ASSIGN_OR_RETURN(auto id, Member(reply, "id", IsInteger, "an integer"));
+  if (id->get<int64_t>() != expected_id) {
+    return BadReply("answers request " + id->dump() + ", expected " + std::to_string(expected_id));
   }
-  auto outcome = StringMember(reply, "outcome");
-  if (!outcome) return outcome.error();
-  if (*outcome != "ok" && *outcome != "error" && *outcome != "timeout") {
+  SBX_ASSIGN_OR_RETURN(auto outcome, StringMember(reply, "outcome"));
+  if (outcome != "ok" && outcome != "error" && outcome != "timeout") {
     // Quoted for people and models, so escaped and cut (at a UTF-8 character's start, the
     // message may go into JSON): the driver's process runs the code.
-    size_t shown = std::min<size_t>(outcome->size(), 32);
-    while (shown < outcome->size() && (static_cast<unsigned char>((*outcome)[shown]) & 0xc0) == 0x80)
+    size_t shown = std::min<size_t>(outcome.size(), 32);
+    while (shown < outcome.size() && (static_cast<unsigned char>(outcome[shown]) & 0xc0) == 0x80)
       --shown;
-    return BadReply("unknown outcome \"" + EscapeForMessage(outcome->substr(0, shown)) + "\"");
+    return BadReply("unknown outcome \"" + EscapeForMessage(outcome.substr(0, shown)) + "\"");
   }
   auto exit_code = Member(reply, "exit_code", IsInteger, "an integer");
   if (!exit_code) return exit_code.error();
   int64_t code = (*exit_code)->get<int64_t>();
   if (code < 0 || code > 255) return BadReply("exit_code " + std::to_string(code) + " is out of 0..255");
   result.exit_code = static_cast<int>(code);
-  result.status = *outcome == "timeout" ? RunStatus::kTimedOut : RunStatus::kExited;
+  result.status = outcome == "timeout" ? RunStatus::kTimedOut : RunStatus::kExited;
 
   for (auto [key, text] : {std::pair{"stdout", &result.stdout_text}, {"stderr", &result.stderr_text}}) {
-    auto value = StringMember(reply, key);
-    if (!value) return value.error();
-    *text += *value;
+    SBX_ASSIGN_OR_RETURN(auto value, StringMember(reply, key));
+    *text += value;
   }
   for (auto [key, flag] : {std::pair{"stdout_truncated", &result.stdout_truncated},
                            {"stderr_truncated", &result.stderr_truncated},
                            {"output_truncated", &result.output_truncated}}) {
-    auto value = BoolMember(reply, key);
-    if (!value) return value.error();
-    *flag = *flag || *value;
+    SBX_ASSIGN_OR_RETURN(auto value, BoolMember(reply, key));
+    *flag = *flag || value;
   }
   auto output = Member(reply, "output", [](const json& j) { return j.is_array(); }, "an array");
   if (!output) return output.error();
@@ -161,28 +155,29 @@ Result<void> FillFromReply(const json& reply, int expected_id, const std::string
     CodeError parsed;
     for (auto [key, field] : {std::pair{"type", &parsed.type}, {"message", &parsed.message},
                               {"traceback", &parsed.traceback}}) {
-      auto text = StringMember(*error, key);
-      if (!text) return text.error();
-      *field = *text;
+      SBX_ASSIGN_OR_RETURN(auto text, StringMember(*error, key));
+      *field = text;
     }
     result.error = std::move(parsed);
   }
-  auto figures = Member(reply, "figures", [](const json& j) { return j.is_array(); }, "an array");
-  if (!figures) return figures.error();
-  if ((*figures)->size() > kMaxReplyFigures) {
+  SBX_ASSIGN_OR_RETURN(
+      auto figures, Member(
+                        reply, "figures", [](const json& j) { return j.is_array(); }, "an array"));
+  if (figures->size() > kMaxReplyFigures) {
     return BadReply("more than " + std::to_string(kMaxReplyFigures) + " figures");
   }
-  for (const json& figure : **figures) {
+  for (const json& figure : *figures) {
     if (!figure.is_string() || !IsFigurePath(figure.get<std::string>(), figures_dir, expected_id)) {
       return BadReply("a figure path is not " + figures_dir + "/cell-" + std::to_string(expected_id) +
                       "-<n>.png");
     }
     result.images.push_back(figure.get<std::string>());
   }
-  auto cpu = Member(reply, "cpu_ms", [](const json& j) { return j.is_number_unsigned(); },
-                    "a non-negative integer");
-  if (!cpu) return cpu.error();
-  result.cpu_ms += (*cpu)->get<uint64_t>();
+  SBX_ASSIGN_OR_RETURN(auto cpu,
+                       Member(
+                           reply, "cpu_ms", [](const json& j) { return j.is_number_unsigned(); },
+                           "a non-negative integer"));
+  result.cpu_ms += cpu->get<uint64_t>();
   return {};
 }
 
@@ -225,10 +220,9 @@ Result<json> ParseBounded(const std::string& text) {
 
 Result<void> ParseExecReply(const std::string& text, int expected_id, const std::string& figures_dir,
                             CodeResult& result) {
-  auto parsed = ParseBounded(text);
-  if (!parsed) return parsed.error();
+  SBX_ASSIGN_OR_RETURN(auto parsed, ParseBounded(text));
   try {
-    return FillFromReply(*parsed, expected_id, figures_dir, result);
+    return FillFromReply(parsed, expected_id, figures_dir, result);
   } catch (const json::exception& e) {
     return BadReply(e.what());
   }
@@ -236,32 +230,29 @@ Result<void> ParseExecReply(const std::string& text, int expected_id, const std:
 
 Result<bool> ParseStreamingFrame(const std::string& text, int expected_id, const std::string& figures_dir,
                                  OutputChunk& chunk, CodeResult& result) {
-  auto parsed = ParseBounded(text);
-  if (!parsed) return parsed.error();
+  SBX_ASSIGN_OR_RETURN(auto parsed, ParseBounded(text));
   try {
-    if (!parsed->is_object() || !parsed->contains("op")) {
-      if (auto filled = FillFromReply(*parsed, expected_id, figures_dir, result); !filled) {
+    if (!parsed.is_object() || !parsed.contains("op")) {
+      if (auto filled = FillFromReply(parsed, expected_id, figures_dir, result); !filled) {
         return filled.error();
       }
       return true;
     }
-    const json& frame = *parsed;
+    const json& frame = parsed;
     if (frame["op"] != "output") return BadReply("\"op\" of a frame during a block is not \"output\"");
     if (frame.size() != 4) return BadReply("an output frame must hold exactly op, id, stream and text");
-    auto id = Member(frame, "id", IsInteger, "an integer");
-    if (!id) return id.error();
-    if ((*id)->get<int64_t>() != expected_id) {
-      return BadReply("output for request " + (*id)->dump() + ", expected " + std::to_string(expected_id));
+    SBX_ASSIGN_OR_RETURN(auto id, Member(frame, "id", IsInteger, "an integer"));
+    if (id->get<int64_t>() != expected_id) {
+      return BadReply("output for request " + id->dump() + ", expected " + std::to_string(expected_id));
     }
     auto stream = StringMember(frame, "stream");
     if (!stream) return stream.error();
     if (*stream != "stdout" && *stream != "stderr") {
       return BadReply("an output frame's \"stream\" is not \"stdout\" or \"stderr\"");
     }
-    auto output = StringMember(frame, "text");
-    if (!output) return output.error();
+    SBX_ASSIGN_OR_RETURN(auto output, StringMember(frame, "text"));
     chunk.stream = *stream == "stderr" ? OutputChunk::Stream::kStderr : OutputChunk::Stream::kStdout;
-    chunk.text = std::move(*output);
+    chunk.text = std::move(output);
     return false;
   } catch (const json::exception& e) {
     return BadReply(e.what());

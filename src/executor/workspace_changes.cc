@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sandbox/fs/fs_beneath.h"
 #include "base/unique_fd.h"
+#include "sandbox/fs/fs_beneath.h"
 
 namespace sbx::executor {
 

@@ -15,12 +15,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sandbox/isolation/capabilities.h"
 #include "base/fd_passing.h"
 #include "sandbox/fs/mounts.h"
+#include "sandbox/isolation/capabilities.h"
 #include "sandbox/isolation/rlimits.h"
-#include "sandbox/seccomp/seccomp_filter.h"
 #include "sandbox/isolation/userns.h"
+#include "sandbox/seccomp/seccomp_filter.h"
 #include "src/executor/frame_channel.h"
 
 namespace sbx::executor {
@@ -51,15 +51,14 @@ Result<std::string> ConfigJson(const ZygoteOptions& options) {
   // A pooled session never runs without the filter, whatever the policy allows: the zygote
   // has no "unfiltered" mode.
   if (!seccomp) return seccomp.error().Context("seccomp (required for pooled sessions)");
-  auto capabilities = PrepareCapabilitiesInParent();
-  if (!capabilities) return capabilities.error();
+  SBX_ASSIGN_OR_RETURN(auto capabilities, PrepareCapabilitiesInParent());
   const auto& instructions = (*seccomp)->instructions;
   const ProcMasks& masks = SandboxProcMasks();
   const Limits& limits = options.policy.limits;
   nlohmann::json config = {
       {"op", "config"},
       {"seccomp", Base64(instructions.data(), instructions.size() * sizeof(instructions[0]))},
-      {"last_cap", capabilities->last_cap},
+      {"last_cap", capabilities.last_cap},
       {"sandbox_id", kSandboxId},
       {"masks",
        {{"files", masks.files}, {"read_only", masks.read_only}, {"hidden", masks.hidden},
@@ -222,8 +221,7 @@ Result<std::unique_ptr<Zygote>> Zygote::Start(const ZygoteOptions& options, cons
     return InvalidInput("pool: pooled sessions always get a fresh network namespace; the policy's "
                         "network must be \"none\"");
   }
-  auto config = ConfigJson(options);
-  if (!config) return config.error();
+  SBX_ASSIGN_OR_RETURN(auto config, ConfigJson(options));
   RunSpec spec;
   spec.policy = options.policy;
   spec.policy.limits.timeout_seconds = LimitRanges::kMaxTimeout;  // lives as long as the pool
@@ -242,7 +240,7 @@ Result<std::unique_ptr<Zygote>> Zygote::Start(const ZygoteOptions& options, cons
   std::unique_ptr<Zygote> zygote(new Zygote(options, std::move(*driver)));
   FrameChannel channel(zygote->driver_->channel_fd(), zygote->driver_->ended_fd(), 1 << 16);
   std::string why, reply;
-  auto status = channel.Write(*config, options.start_timeout_seconds, &why);
+  auto status = channel.Write(config, options.start_timeout_seconds, &why);
   if (status == FrameChannel::Status::kOk) status = channel.Read(&reply, options.start_timeout_seconds, &why);
   if (status != FrameChannel::Status::kOk) {
     zygote->driver_->Stop();

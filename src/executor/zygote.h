@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "sandbox/cgroup/cgroup.h"
 #include "base/error.h"
+#include "sandbox/cgroup/cgroup.h"
 #include "sandbox/policy/policy.h"
 #include "sandbox/workspace/workspace.h"
 #include "src/executor/driver_process.h"

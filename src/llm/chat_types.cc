@@ -133,9 +133,9 @@ Result<Message> ParseMessage(const json& value, const std::string& path) {
   if (tool_calls && !tool_calls->is_array())
     return WrongType(path + ".tool_calls", "an array", *tool_calls);
   for (size_t i = 0; tool_calls && i < tool_calls->size(); ++i) {
-    auto call = ParseToolCall((*tool_calls)[i], i, path + ".tool_calls[" + std::to_string(i) + "]");
-    if (!call) return call.error();
-    message.tool_calls.push_back(std::move(*call));
+    SBX_ASSIGN_OR_RETURN(auto call, ParseToolCall((*tool_calls)[i], i,
+                                                  path + ".tool_calls[" + std::to_string(i) + "]"));
+    message.tool_calls.push_back(std::move(call));
   }
   return message;
 }
@@ -144,13 +144,10 @@ Result<Usage> ParseUsage(const json& root) {
   const json* value = Member(root, "usage");
   if (!value) return Usage{};
   if (!value->is_object()) return WrongType("usage", "an object", *value);
-  auto prompt = OptionalCount(*value, "prompt_tokens", "usage");
-  if (!prompt) return prompt.error();
-  auto completion = OptionalCount(*value, "completion_tokens", "usage");
-  if (!completion) return completion.error();
-  auto total = OptionalCount(*value, "total_tokens", "usage");
-  if (!total) return total.error();
-  return Usage{*prompt, *completion, *total ? *total : *prompt + *completion};
+  SBX_ASSIGN_OR_RETURN(auto prompt, OptionalCount(*value, "prompt_tokens", "usage"));
+  SBX_ASSIGN_OR_RETURN(auto completion, OptionalCount(*value, "completion_tokens", "usage"));
+  SBX_ASSIGN_OR_RETURN(auto total, OptionalCount(*value, "total_tokens", "usage"));
+  return Usage{prompt, completion, total ? total : prompt + completion};
 }
 
 std::optional<std::string> ErrorMessageOf(const json& root) {
@@ -237,9 +234,8 @@ Result<ChatResponse> ParseChatResponse(const std::string& body) {
     return ResponseError("the server reported an error: " + *ErrorMessageOf(*root));
 
   ChatResponse response;
-  auto id = OptionalString(*root, "id", "");
-  if (!id) return id.error();
-  response.raw_id = *id;
+  SBX_ASSIGN_OR_RETURN(auto id, OptionalString(*root, "id", ""));
+  response.raw_id = id;
   const json* choices = Member(*root, "choices");
   if (!choices) return ResponseError("no \"choices\" in the body");
   if (!choices->is_array()) return WrongType("choices", "an array", *choices);
@@ -248,9 +244,8 @@ Result<ChatResponse> ParseChatResponse(const std::string& body) {
   if (!choice.is_object()) return WrongType("choices[0]", "an object", choice);
   const json* message = Member(choice, "message");
   if (!message) return ResponseError("choices[0] has no \"message\"");
-  auto parsed = ParseMessage(*message, "choices[0].message");
-  if (!parsed) return parsed.error();
-  response.message = std::move(*parsed);
+  SBX_ASSIGN_OR_RETURN(auto parsed, ParseMessage(*message, "choices[0].message"));
+  response.message = std::move(parsed);
   auto finish_reason = OptionalString(choice, "finish_reason", "choices[0]");
   if (!finish_reason) return finish_reason.error();
   response.finish_reason = *finish_reason;

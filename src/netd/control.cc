@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "netpolicy/netd_protocol.h"
-#include "sandbox/policy/policy.h"
+#include "netpolicy/network_allowlist_json.h"
 
 namespace sbx::netd {
 namespace {
@@ -20,7 +20,7 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kMaxRunId = 128;
-// network.extra_ca_files and upstream_ca_files: 16 entries each at most (policy_inject.cc),
+// network.extra_ca_files and upstream_ca_files: 16 entries each at most (network_inject_json.cc),
 // each kNetdMaxCaFileBytes and the final newline the runner may add.
 constexpr size_t kMaxCaFiles = 32;
 constexpr size_t kMaxCaFileText = kNetdMaxCaFileBytes + 1;
@@ -198,7 +198,7 @@ Result<Hello> ParseHello(const std::string& text, const std::string& ca_texts) {
   if (!hello["audit_log"].is_boolean()) return ProtocolError("audit_log: expected true or false");
   result.audit_log = hello["audit_log"].get<bool>();
   if (!hello["network"].is_object()) return ProtocolError("network: expected an object");
-  // The policy code's reader: inject rules included, checked as the loader checks them (every
+  // The policy loader's reader: inject rules included, checked as the loader checks them (every
   // inject host allowed on 443).
   auto allowlist = ParseNetworkAllowlistJson(hello["network"].dump());
   if (!allowlist) return allowlist.error().Context("control: network");
@@ -207,9 +207,8 @@ Result<Hello> ParseHello(const std::string& text, const std::string& ca_texts) {
   const size_t inject_count = result.allowlist.inject.size();
   // The upstream CAs matter (and are sent) only with inject rules.
   const size_t upstream_count = inject_count > 0 ? result.allowlist.upstream_ca_files.size() : 0;
-  auto ca_pems = SplitCaTexts(hello, extra_count + upstream_count, ca_texts);
-  if (!ca_pems) return ca_pems.error();
-  result.extra_ca_pems.assign(ca_pems->begin(), ca_pems->begin() + extra_count);
+  SBX_ASSIGN_OR_RETURN(auto ca_pems, SplitCaTexts(hello, extra_count + upstream_count, ca_texts));
+  result.extra_ca_pems.assign(ca_pems.begin(), ca_pems.begin() + extra_count);
   if (hello.contains("tls") != (inject_count > 0)) {
     return ProtocolError(inject_count > 0 ? "tls: missing, but network.inject has rules"
                                           : "tls: present, but network.inject is empty");
@@ -218,7 +217,7 @@ Result<Hello> ParseHello(const std::string& text, const std::string& ca_texts) {
     auto tls = ParseTlsConfig(hello["tls"], inject_count);
     if (!tls) return tls.error();
     result.tls = std::move(*tls);
-    result.tls->upstream_ca_pems.assign(ca_pems->begin() + extra_count, ca_pems->end());
+    result.tls->upstream_ca_pems.assign(ca_pems.begin() + extra_count, ca_pems.end());
   }
   return result;
 }
@@ -232,9 +231,8 @@ Result<Hello> ReceiveHello(int control_fd) {
   if (fds.size() > 1) return ProtocolError("hello: more than one fd (the CA files' memfd)");
   std::string ca_texts;
   if (fds.size() == 1) {
-    auto read = ReadCaTexts(fds[0].get());
-    if (!read) return read.error();
-    ca_texts = std::move(*read);
+    SBX_ASSIGN_OR_RETURN(auto read, ReadCaTexts(fds[0].get()));
+    ca_texts = std::move(read);
   }
   return ParseHello(*text, ca_texts);
 }
@@ -243,11 +241,9 @@ Result<std::vector<CaptureSocket>> ReceiveCaptureSockets(int control_fd) {
   std::vector<CaptureSocket> sockets;
   while (true) {
     std::vector<UniqueFd> fds;
-    auto text = ReceiveMessage(control_fd, &fds);
-    if (!text) return text.error();
-    auto object = ParseObject(*text, {"capture", "last"});
-    if (!object) return object.error();
-    const json& batch = *object;
+    SBX_ASSIGN_OR_RETURN(auto text, ReceiveMessage(control_fd, &fds));
+    SBX_ASSIGN_OR_RETURN(auto object, ParseObject(text, {"capture", "last"}));
+    const json& batch = object;
     if (!batch["capture"].is_array() || !batch["last"].is_boolean()) {
       return ProtocolError("capture: expected an array and \"last\" true or false");
     }

@@ -13,9 +13,9 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 
 #include "base/error.h"
+#include "base/unique_fd.h"
 #include "netpolicy/netd_protocol.h"
 #include "netpolicy/network_rules.h"
-#include "base/unique_fd.h"
 #include "src/netd/netd_server.h"
 #include "src/netd/run_counters.h"
 #include "src/netd/tls_config.h"

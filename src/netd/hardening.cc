@@ -39,10 +39,9 @@ Result<void> LimitOpenFiles() {
 }
 
 Result<void> DropPrivileges() {
-  auto plan = PrepareCapabilitiesInParent();
-  if (!plan) return plan.error();
+  SBX_ASSIGN_OR_RETURN(auto plan, PrepareCapabilitiesInParent());
   if (geteuid() == 0) {
-    if (int err = DropBoundingAndAmbientInChild(*plan); err != 0) {
+    if (int err = DropBoundingAndAmbientInChild(plan); err != 0) {
       return SysError(ErrorCode::kSetupFailed, "drop the capability bounding set", err);
     }
     if (setgroups(0, nullptr) != 0) return SysError(ErrorCode::kSetupFailed, "setgroups(0)");
@@ -53,7 +52,7 @@ Result<void> DropPrivileges() {
       return SysError(ErrorCode::kSetupFailed, "setresuid(65534)");
     }
   }
-  if (int err = ClearCapabilitiesInChild(*plan); err != 0) {
+  if (int err = ClearCapabilitiesInChild(plan); err != 0) {
     return SysError(ErrorCode::kSetupFailed, "capset(empty)", err);
   }
   return Ok{};

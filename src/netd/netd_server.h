@@ -18,8 +18,8 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "base/error.h"
-#include "netpolicy/netd_protocol.h"
 #include "base/unique_fd.h"
+#include "netpolicy/netd_protocol.h"
 #include "src/netd/dns_service.h"
 #include "src/netd/dns_tcp_session.h"
 #include "src/netd/netd_context.h"

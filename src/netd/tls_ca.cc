@@ -128,18 +128,15 @@ Result<PemCertificateAndKey> MintRunCa(const std::vector<std::string>& hosts,
   if (hosts.empty()) return InvalidInput("tls: a run CA needs at least one host");
   std::string permitted = "critical";
   for (const std::string& host : hosts) {
-    auto checked = CheckedHost(host);
-    if (!checked) return checked.error();
-    permitted += ",permitted;DNS:" + *checked;
+    SBX_ASSIGN_OR_RETURN(auto checked, CheckedHost(host));
+    permitted += ",permitted;DNS:" + checked;
   }
   // A name type with no subtree is unconstrained: without these, a leaked CA key could still
   // vouch for any IP address (a certificate with an IP subjectAltName).
   permitted += ",excluded;IP:0.0.0.0/0.0.0.0,excluded;IP:0:0:0:0:0:0:0:0/0:0:0:0:0:0:0:0";
-  auto key = NewP256Key();
-  if (!key) return key.error();
-  auto cert = NewCertificate(key->get());
-  if (!cert) return cert.error();
-  X509* ca = cert->get();
+  SBX_ASSIGN_OR_RETURN(auto key, NewP256Key());
+  SBX_ASSIGN_OR_RETURN(auto cert, NewCertificate(key.get()));
+  X509* ca = cert.get();
   SBX_TRY(SetCommonName(X509_get_subject_name(ca), "sbx run CA " + run_id));
   if (X509_set_issuer_name(ca, X509_get_subject_name(ca)) != 1 ||
       X509_gmtime_adj(X509_getm_notBefore(ca), -kBackdateSeconds) == nullptr ||
@@ -150,13 +147,12 @@ Result<PemCertificateAndKey> MintRunCa(const std::vector<std::string>& hosts,
   SBX_TRY(AddExtension(ca, ca, NID_key_usage, "critical,keyCertSign,cRLSign"));
   SBX_TRY(AddExtension(ca, ca, NID_subject_key_identifier, "hash"));
   SBX_TRY(AddExtension(ca, ca, NID_name_constraints, permitted));
-  SBX_TRY(Sign(ca, key->get()));
-  return ToPem(ca, key->get());
+  SBX_TRY(Sign(ca, key.get()));
+  return ToPem(ca, key.get());
 }
 
 Result<PemCertificateAndKey> MintLeaf(const PemCertificateAndKey& ca, const std::string& host) {
-  auto checked = CheckedHost(host);
-  if (!checked) return checked.error();
+  SBX_ASSIGN_OR_RETURN(auto checked, CheckedHost(host));
   BioPtr cert_bio(BIO_new_mem_buf(ca.cert_pem.data(), static_cast<int>(ca.cert_pem.size())));
   BioPtr key_bio(BIO_new_mem_buf(ca.key_pem.data(), static_cast<int>(ca.key_pem.size())));
   X509Ptr ca_cert(cert_bio ? PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr)
@@ -171,12 +167,10 @@ Result<PemCertificateAndKey> MintLeaf(const PemCertificateAndKey& ca, const std:
     ERR_clear_error();
     return InvalidInput("tls: the CA key does not belong to the CA certificate");
   }
-  auto key = NewP256Key();
-  if (!key) return key.error();
-  auto cert = NewCertificate(key->get());
-  if (!cert) return cert.error();
-  X509* leaf = cert->get();
-  SBX_TRY(SetCommonName(X509_get_subject_name(leaf), *checked));
+  SBX_ASSIGN_OR_RETURN(auto key, NewP256Key());
+  SBX_ASSIGN_OR_RETURN(auto cert, NewCertificate(key.get()));
+  X509* leaf = cert.get();
+  SBX_TRY(SetCommonName(X509_get_subject_name(leaf), checked));
   if (X509_set_issuer_name(leaf, X509_get_subject_name(ca_cert.get())) != 1 ||
       X509_set1_notBefore(leaf, X509_get0_notBefore(ca_cert.get())) != 1 ||
       X509_set1_notAfter(leaf, X509_get0_notAfter(ca_cert.get())) != 1) {
@@ -185,10 +179,10 @@ Result<PemCertificateAndKey> MintLeaf(const PemCertificateAndKey& ca, const std:
   SBX_TRY(AddExtension(leaf, ca_cert.get(), NID_basic_constraints, "critical,CA:FALSE"));
   SBX_TRY(AddExtension(leaf, ca_cert.get(), NID_key_usage, "critical,digitalSignature"));
   SBX_TRY(AddExtension(leaf, ca_cert.get(), NID_ext_key_usage, "serverAuth"));
-  SBX_TRY(AddExtension(leaf, ca_cert.get(), NID_subject_alt_name, "DNS:" + *checked));
+  SBX_TRY(AddExtension(leaf, ca_cert.get(), NID_subject_alt_name, "DNS:" + checked));
   SBX_TRY(AddExtension(leaf, ca_cert.get(), NID_authority_key_identifier, "keyid"));
   SBX_TRY(Sign(leaf, ca_key.get()));
-  return ToPem(leaf, key->get());
+  return ToPem(leaf, key.get());
 }
 
 }  // namespace sbx::netd

@@ -1,8 +1,8 @@
 // Api: routing and the handlers of each route.
 #include "src/server/api.h"
 
-#include <boost/beast/core/detail/base64.hpp>
 #include <algorithm>
+#include <boost/beast/core/detail/base64.hpp>
 #include <chrono>
 #include <exception>
 
@@ -12,8 +12,8 @@
 
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/image/image.h"
-#include "sandbox/launcher.h"
 #include "sandbox/launch/run_result.h"
+#include "sandbox/launcher.h"
 #include "sandbox/policy/policy.h"
 #include "src/server/result_json.h"
 #include "src/server/session_policy.h"

@@ -56,18 +56,17 @@ Result<void> ClearStaleSocket(const std::string& path, const sockaddr_un& addres
 }
 
 Result<UniqueFd> OpenUnixListener(const std::string& path) {
-  auto address = UnixAddress(path);
-  if (!address) return address.error();
+  SBX_ASSIGN_OR_RETURN(auto address, UnixAddress(path));
   std::string dir = path.substr(0, path.rfind('/'));
   if (!dir.empty() && ::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return SysError(ErrorCode::kInvalidInput, "--listen unix:" + path + ": create " + dir);
   }
-  if (auto cleared = ClearStaleSocket(path, *address); !cleared) return cleared.error();
+  if (auto cleared = ClearStaleSocket(path, address); !cleared) return cleared.error();
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd) return SysError(ErrorCode::kIo, "socket(AF_UNIX)");
   // The socket is born 0600: no window in which another user could connect.
   mode_t old_mask = ::umask(0177);
-  int bound = ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address));
+  int bound = ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address));
   int bind_errno = errno;
   ::umask(old_mask);
   if (bound != 0) return SysError(ErrorCode::kInvalidInput, "--listen unix:" + path, bind_errno);

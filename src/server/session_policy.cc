@@ -96,11 +96,10 @@ Result<void> CheckTightens(const Policy& server, const Policy& requested) {
 }
 
 Result<Policy> TightenPolicy(const Policy& server, const std::string& inline_json) {
-  auto parsed = ParsePolicyJson(inline_json);
-  if (!parsed) return parsed.error();
+  SBX_ASSIGN_OR_RETURN(auto parsed, ParsePolicyJson(inline_json));
   // ParsePolicyJson accepted it, so it is an object of known keys.
   const auto given = nlohmann::json::parse(inline_json);
-  Policy policy = *parsed;
+  Policy policy = parsed;
   const auto given_limits = given.value("limits", nlohmann::json::object());
   auto keep = [&](const char* key, auto& field, const auto& server_value) {
     if (!given_limits.contains(key)) field = server_value;

@@ -134,9 +134,8 @@ Result<std::shared_ptr<ServerSession>> SessionRegistry::Create(SessionRequest re
       pooled_options.manifest = std::move(request.manifest);
       pooled_options.timeout_seconds = request.policy.limits.timeout_seconds;
       pooled_options.stream_idle_seconds = options_.keepalive_seconds;
-      auto acquired = options_.pool->Acquire(std::move(pooled_options));
-      if (!acquired) return acquired.error();
-      return std::unique_ptr<executor::SessionExecutor>(std::move(*acquired));
+      SBX_ASSIGN_OR_RETURN(auto acquired, options_.pool->Acquire(std::move(pooled_options)));
+      return std::unique_ptr<executor::SessionExecutor>(std::move(acquired));
     }
     executor::ExecutorOptions executor_options;
     executor_options.policy = request.policy;

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "sandbox/workspace/manifest.h"
 #include "sandbox/policy/policy.h"
+#include "sandbox/workspace/manifest.h"
 #include "src/executor/executors.h"
 #include "src/executor/session_pool.h"
 

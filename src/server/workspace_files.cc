@@ -143,9 +143,8 @@ FileOutcome HydrateWorkspace(const std::string& tar, const std::string& workspac
 
 Result<FileOwner> SandboxFileOwner(Isolation isolation) {
   if (isolation == Isolation::kOuter) return FileOwner{kSandboxId, kSandboxId};
-  auto mapping = ComputeIdMapping(::geteuid(), ::getegid());
-  if (!mapping) return mapping.error();
-  return FileOwner{mapping->host_uid, mapping->host_gid};
+  SBX_ASSIGN_OR_RETURN(auto mapping, ComputeIdMapping(::geteuid(), ::getegid()));
+  return FileOwner{mapping.host_uid, mapping.host_gid};
 }
 
 }  // namespace sbx::server

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "netpolicy/network_allowlist_json.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

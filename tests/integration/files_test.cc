@@ -10,9 +10,9 @@
 #include <set>
 #include <string>
 
+#include "sandbox/isolation/userns.h"
 #include "sandbox/workspace/copy_out.h"
 #include "sandbox/workspace/manifest.h"
-#include "sandbox/isolation/userns.h"
 #include "sandbox/workspace/workspace.h"
 #include "sandbox/workspace/workspace_archive.h"
 #include "tests/integration/sandbox_fixture.h"

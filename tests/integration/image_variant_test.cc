@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <fstream>
 #include <regex>
 #include <set>
 #include <string>

@@ -11,10 +11,10 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <sched.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,10 +31,11 @@
 #include <nlohmann/json.hpp>
 
 #include "base/fd_passing.h"
+#include "base/unique_fd.h"
 #include "netpolicy/netd_protocol.h"
+#include "netpolicy/network_allowlist_json.h"
 #include "sandbox/policy/policy.h"
 #include "src/netd/tls_ca.h"
-#include "base/unique_fd.h"
 
 namespace sbx {
 namespace {

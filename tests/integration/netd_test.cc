@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -29,8 +29,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "netpolicy/netd_protocol.h"
 #include "base/unique_fd.h"
+#include "netpolicy/netd_protocol.h"
 #include "src/netd/dns_tcp_session.h"
 #include "tests/integration/network_audit.h"
 

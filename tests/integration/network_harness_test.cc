@@ -1,6 +1,6 @@
 // The small internet itself (tests/net): it comes up, answers, and leaves nothing behind.
-#include <gtest/gtest.h>
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -24,10 +24,10 @@
 
 #include <gtest/gtest.h>
 
+#include "base/unique_fd.h"
 #include "sandbox/isolation/loopback.h"
 #include "sandbox/net/network_capture.h"
 #include "sandbox/net/network_redirect.h"
-#include "base/unique_fd.h"
 #include "src/netd/endpoint.h"
 
 namespace sbx {

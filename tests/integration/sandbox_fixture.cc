@@ -13,8 +13,8 @@
 #include <map>
 #include <sstream>
 
-#include "sandbox/image/image.h"
 #include "base/unique_fd.h"
+#include "sandbox/image/image.h"
 #include "sandbox/isolation/userns.h"
 #include "sandbox/workspace/workspace.h"
 #include "tests/support/env_flag.h"

@@ -82,9 +82,8 @@ Result<void> SmallInternet::Bring() {
       std::string(kStateParent) + "/" + kStatePrefix + std::to_string(::getpid()) + "-XXXXXX";
   if (::mkdtemp(templ.data()) == nullptr) return SysError(ErrorCode::kIo, "mkdtemp(" + templ + ")");
   state_dir_ = templ;
-  auto topology = Topology::Create();
-  if (!topology) return topology.error();
-  topology_ = std::move(*topology);
+  SBX_ASSIGN_OR_RETURN(auto topology, Topology::Create());
+  topology_ = std::move(topology);
 
   std::string cert_dir = state_dir_ + "/certs";
   if (::mkdir(cert_dir.c_str(), 0700) != 0)
@@ -100,12 +99,12 @@ Result<void> SmallInternet::Bring() {
   for (const auto& host : kDnsOnlyHosts) {
     zone.push_back({{"name", host.name}, {"addr", host.address}, {"v4_only", true}});
   }
-  auto certs = RunBounded({kHostPython, NetTestSourceDir() + "/servers.py", "certs", "--dir",
-                           cert_dir, "--names", names, "--rogue-names", kRogueCaHost},
-                          kCertSeconds);
-  if (!certs) return certs.error();
-  if (certs->exit_code != 0)
-    return MakeError(ErrorCode::kSetupFailed, "servers.py certs: " + certs->err);
+  SBX_ASSIGN_OR_RETURN(
+      auto certs, RunBounded({kHostPython, NetTestSourceDir() + "/servers.py", "certs", "--dir",
+                              cert_dir, "--names", names, "--rogue-names", kRogueCaHost},
+                             kCertSeconds));
+  if (certs.exit_code != 0)
+    return MakeError(ErrorCode::kSetupFailed, "servers.py certs: " + certs.err);
   SBX_TRY(CopyFile(cert_dir + "/ca.pem", ca_file()));
   SBX_TRY(CopyFile(cert_dir + "/rogue-ca.pem", rogue_ca_file()));
   SBX_TRY(CopyFile(NetTestSourceDir() + "/probes.py", probes_script()));
@@ -200,12 +199,11 @@ Result<void> SmallInternet::Stop() {
 SmallInternet::~SmallInternet() { (void)Stop(); }
 
 Result<std::string> SmallInternet::BlobSha256(size_t size) const {
-  auto run = RunBounded({kHostPython, NetTestSourceDir() + "/servers.py", "blob-sha256", "--size",
-                         std::to_string(size)},
-                        30);
-  if (!run) return run.error();
-  if (run->exit_code != 0) return MakeError(ErrorCode::kIo, "servers.py blob-sha256: " + run->err);
-  return Trim(run->out);
+  SBX_ASSIGN_OR_RETURN(auto run, RunBounded({kHostPython, NetTestSourceDir() + "/servers.py",
+                                             "blob-sha256", "--size", std::to_string(size)},
+                                            30));
+  if (run.exit_code != 0) return MakeError(ErrorCode::kIo, "servers.py blob-sha256: " + run.err);
+  return Trim(run.out);
 }
 
 Result<CommandResult> SmallInternet::RunControlProbe(const std::vector<std::string>& args,

@@ -29,13 +29,12 @@ constexpr double kIpTimeoutSeconds = 10;
 Result<void> Ip(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {kIp};
   argv.insert(argv.end(), args.begin(), args.end());
-  auto run = RunBounded(argv, kIpTimeoutSeconds);
-  if (!run) return run.error();
-  if (run->exit_code != 0 || run->timed_out) {
+  SBX_ASSIGN_OR_RETURN(auto run, RunBounded(argv, kIpTimeoutSeconds));
+  if (run.exit_code != 0 || run.timed_out) {
     std::string command = "ip";
     for (const auto& arg : args) command += " " + arg;
     return MakeError(ErrorCode::kSetupFailed,
-                     command + ": " + (run->timed_out ? "timed out" : run->err));
+                     command + ": " + (run.timed_out ? "timed out" : run.err));
   }
   return Ok{};
 }

@@ -13,8 +13,8 @@
 #include <cerrno>
 #include <string>
 
-#include "sandbox/host/host_probe.h"
 #include "sandbox/fs/mounts.h"
+#include "sandbox/host/host_probe.h"
 
 namespace sbx {
 namespace {

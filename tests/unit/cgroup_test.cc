@@ -15,8 +15,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <ostream>
 #include <ctime>
+#include <ostream>
 #include <string>
 #include <vector>
 

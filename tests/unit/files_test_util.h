@@ -11,8 +11,8 @@
 #include <iterator>
 #include <string>
 
-#include "sandbox/workspace/manifest.h"
 #include "sandbox/isolation/userns.h"
+#include "sandbox/workspace/manifest.h"
 #include "sandbox/workspace/workspace.h"
 
 namespace sbx::testing {

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "netpolicy/network_allowlist_json.h"
 #include "sandbox/policy/policy.h"
 
 namespace sbx::netd {

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "netpolicy/network_allowlist_json.h"
 #include "sandbox/policy/policy.h"
 
 namespace sbx {

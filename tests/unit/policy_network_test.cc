@@ -4,8 +4,9 @@
 
 #include <string>
 
-#include "sandbox/launcher.h"
+#include "netpolicy/network_allowlist_json.h"
 #include "netpolicy/network_proxy_env.h"
+#include "sandbox/launcher.h"
 #include "sandbox/policy/policy.h"
 
 namespace sbx {

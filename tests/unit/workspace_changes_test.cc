@@ -7,8 +7,8 @@
 
 #include <fstream>
 
-#include "files_test_util.h"
 #include "base/unique_fd.h"
+#include "files_test_util.h"
 
 namespace sbx::executor {
 namespace {

@@ -1,7 +1,10 @@
-// The policy's "network" value in JSON: read strictly from a policy, and the allowlist written
-// for sbx-netd and read back there.
-#include "sandbox/policy/policy.h"
-#include "sandbox/policy/policy_json.h"
+// The allowlist in JSON: read strictly (from a policy's network object or from the runner),
+// checked as a whole, and written for sbx-netd.
+#include "netpolicy/network_allowlist_json.h"
+
+#include "base/range_check.h"
+#include "netpolicy/netd_protocol.h"
+#include "netpolicy/policy_json.h"
 
 namespace sbx {
 namespace {
@@ -26,21 +29,15 @@ constexpr std::pair<const char*, std::vector<std::string> NetworkAllowlist::*> k
     {"upstream_ca_files", &NetworkAllowlist::upstream_ca_files},
 };
 
-// Keys of the policy's network object that name features this sbx does not have yet. They are
-// refused rather than ignored: a policy that asks for path rules must not run without them.
-constexpr std::pair<const char*, const char*> kNotImplemented[] = {
-    {"http_rules", "HTTP method and path rules are not implemented yet in this sbx"},
-};
-
 Result<void> ReadRules(const std::string& field, const json& list, DefaultPorts default_ports,
                        std::vector<NetworkRule>& out) {
   if (!list.is_array()) return FieldError(field, "a list of \"host[:ports]\" strings", list);
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string item = field + "[" + std::to_string(i) + "]";
     if (!list[i].is_string()) return FieldError(item, "a string like \"pypi.org:443\"", list[i]);
-    auto rule = ParseNetworkRule(list[i].get<std::string>(), item, default_ports);
-    if (!rule) return rule.error();
-    out.push_back(std::move(*rule));
+    SBX_ASSIGN_OR_RETURN(auto rule,
+                         ParseNetworkRule(list[i].get<std::string>(), item, default_ports));
+    out.push_back(std::move(rule));
   }
   return Ok{};
 }
@@ -53,25 +50,25 @@ Result<void> ReadLimits(const json& limits, NetworkLimits& out) {
   for (const auto& [key, value] : limits.items()) {
     const std::string field = where + "." + key;
     if (key == "max_connections") {
-      auto count = policy_json::Count32Field(field, value);
-      if (!count) return count.error();
-      out.max_connections = *count;
+      SBX_ASSIGN_OR_RETURN(auto count, policy_json::Count32Field(field, value));
+      out.max_connections = count;
     } else if (key == "egress_bytes") {
-      auto size = policy_json::SizeField(field, value);
-      if (!size) return size.error();
-      out.egress_bytes_max = *size;
+      SBX_ASSIGN_OR_RETURN(auto size, policy_json::SizeField(field, value));
+      out.egress_bytes_max = size;
     } else {
-      auto seconds = policy_json::SecondsField(field, value);
-      if (!seconds) return seconds.error();
+      SBX_ASSIGN_OR_RETURN(auto seconds, policy_json::SecondsField(field, value));
       (key == "connect_timeout" ? out.connect_timeout_seconds : out.idle_timeout_seconds) =
-          *seconds;
+          seconds;
     }
   }
   return Ok{};
 }
 
-// The keys an allowlist and the allowlist-mode network object share; the keys are checked.
-Result<void> ReadAllowlist(const json& object, NetworkAllowlist& out) {
+}  // namespace
+
+namespace policy_json {
+
+Result<void> ReadNetworkAllowlist(const json& object, NetworkAllowlist& out) {
   for (const RuleList& list : kRuleLists) {
     if (object.contains(list.key)) {
       SBX_TRY(ReadRules(std::string("network.") + list.key, object[list.key], list.default_ports,
@@ -79,7 +76,7 @@ Result<void> ReadAllowlist(const json& object, NetworkAllowlist& out) {
     }
   }
   if (object.contains("limits")) SBX_TRY(ReadLimits(object["limits"], out.limits));
-  if (object.contains("inject")) SBX_TRY(policy_json::ReadInjectRules(object["inject"], out.inject));
+  if (object.contains("inject")) SBX_TRY(ReadInjectRules(object["inject"], out.inject));
   if (object.contains("proxy_env")) {
     const json& proxy_env = object["proxy_env"];
     if (!proxy_env.is_boolean()) {
@@ -92,61 +89,10 @@ Result<void> ReadAllowlist(const json& object, NetworkAllowlist& out) {
   }
   for (const auto& [key, files] : kCaFileLists) {
     if (object.contains(key)) {
-      SBX_TRY(policy_json::ReadCaFiles(std::string("network.") + key, object[key], out.*files));
+      SBX_TRY(ReadCaFiles(std::string("network.") + key, object[key], out.*files));
     }
   }
   return Ok{};
-}
-
-}  // namespace
-
-namespace policy_json {
-
-Result<void> ReadNetworkField(const json& value, Policy& policy) {
-  if (value == "none" || value == "host") {
-    policy.network = value == "host" ? NetworkMode::kHost : NetworkMode::kNone;
-    return Ok{};
-  }
-  if (value == "allowlist") {
-    return InvalidInput(
-        "network: \"allowlist\" needs the object form, "
-        "{\"mode\": \"allowlist\", \"allow\": [\"pypi.org\", ...]}");
-  }
-  if (!value.is_object()) {
-    return FieldError(
-        "network",
-        "\"none\", \"host\" or an object like {\"mode\": \"allowlist\", \"allow\": [...]}", value);
-  }
-  SBX_TRY(CheckKeys(
-      "network", value,
-      {"mode", "allow", "deny", "allow_private", "limits", "inject", "extra_ca_files",
-       "upstream_ca_files", "http_rules", "proxy_env"}));
-  for (const auto& [key, why] : kNotImplemented) {
-    if (value.contains(key)) {
-      return InvalidInput(std::string("network.") + key + ": " + why + "; remove it");
-    }
-  }
-  if (!value.contains("mode"))
-    return InvalidInput("network.mode: missing; write \"allowlist\", \"none\" or \"host\"");
-  const json& mode = value["mode"];
-  if (mode != "allowlist" && mode != "none" && mode != "host") {
-    return FieldError("network.mode", "\"allowlist\", \"none\" or \"host\"", mode);
-  }
-  if (mode != "allowlist") {
-    for (const char* key : {"allow", "deny", "allow_private", "limits", "inject", "extra_ca_files",
-                            "upstream_ca_files", "proxy_env"}) {
-      if (value.contains(key)) {
-        return InvalidInput(std::string("network.") + key +
-                            ": only with \"mode\": \"allowlist\", not \"" +
-                            mode.get<std::string>() + "\"");
-      }
-    }
-    policy.network = mode == "host" ? NetworkMode::kHost : NetworkMode::kNone;
-    return Ok{};
-  }
-  policy.network = NetworkMode::kAllowlist;
-  policy.network_allowlist = NetworkAllowlist{};
-  return ReadAllowlist(value, policy.network_allowlist);
 }
 
 }  // namespace policy_json
@@ -180,16 +126,56 @@ std::string NetworkAllowlistToJson(const NetworkAllowlist& allowlist) {
 }
 
 Result<NetworkAllowlist> ParseNetworkAllowlistJson(const std::string& text) {
-  auto root = policy_json::ParseStrict(text, "network allowlist");
-  if (!root) return root.error();
-  if (!root->is_object()) return FieldError("network", "an object", *root);
-  SBX_TRY(CheckKeys("network", *root,
+  SBX_ASSIGN_OR_RETURN(auto root, policy_json::ParseStrict(text, "network allowlist"));
+  if (!root.is_object()) return FieldError("network", "an object", root);
+  SBX_TRY(CheckKeys("network", root,
                     {"allow", "deny", "allow_private", "limits", "inject", "extra_ca_files",
                      "upstream_ca_files", "proxy_env"}));
   NetworkAllowlist allowlist;
-  SBX_TRY(ReadAllowlist(*root, allowlist));
+  SBX_TRY(policy_json::ReadNetworkAllowlist(root, allowlist));
   SBX_TRY(ValidateNetworkAllowlist(allowlist));
   return allowlist;
+}
+
+Result<void> ValidateNetworkAllowlist(const NetworkAllowlist& allowlist) {
+  using Ranges = NetworkLimitRanges;
+  for (const auto& [key, rules] :
+       {std::pair{"allow", &allowlist.allow}, std::pair{"deny", &allowlist.deny},
+        std::pair{"allow_private", &allowlist.allow_private}}) {
+    if (rules->size() > Ranges::kMaxRules) {
+      return InvalidInput(std::string("network.") + key + ": " + std::to_string(rules->size()) +
+                          " rules; at most 1024");
+    }
+  }
+  for (size_t i = 0; i < allowlist.allow_private.size(); ++i) {
+    const NetworkRule& rule = allowlist.allow_private[i];
+    if (rule.kind != HostPatternKind::kAddress) {
+      return InvalidInput(
+          "network.allow_private[" + std::to_string(i) + "]: \"" + rule.text +
+          "\": allow_private takes IP addresses and CIDRs (like \"10.20.0.0/16:8443\"), not "
+          "names; list the name in allow and the internal addresses it resolves to here");
+    }
+  }
+  const NetworkLimits& limits = allowlist.limits;
+  SBX_TRY(CheckCount("network.limits.max_connections", limits.max_connections,
+                     Ranges::kMinConnections, Ranges::kMaxConnections));
+  SBX_TRY(CheckSize("network.limits.egress_bytes", limits.egress_bytes_max, Ranges::kMinEgress,
+                    Ranges::kMaxEgress, "bytes sent upstream per run"));
+  SBX_TRY(CheckSeconds("network.limits.connect_timeout", limits.connect_timeout_seconds,
+                       Ranges::kMinConnectTimeout, Ranges::kMaxConnectTimeout));
+  SBX_TRY(CheckSeconds("network.limits.idle_timeout", limits.idle_timeout_seconds,
+                       Ranges::kMinIdleTimeout, Ranges::kMaxIdleTimeout));
+  SBX_TRY(CheckCapturePorts(allowlist, "network"));
+  SBX_TRY(ValidateInjectRules(allowlist));
+  // sbx-netd receives the allowlist in one control message, next to a small envelope.
+  const size_t json_bytes = NetworkAllowlistToJson(allowlist).size();
+  if (json_bytes > kNetdMaxMessage - kNetdEnvelopeBytes) {
+    return InvalidInput("network: the rules take " + std::to_string(json_bytes) +
+                        " bytes as JSON; at most " +
+                        std::to_string(kNetdMaxMessage - kNetdEnvelopeBytes) +
+                        " fit the message to sbx-netd (use fewer rules, or *.suffix rules)");
+  }
+  return Ok{};
 }
 
 }  // namespace sbx

@@ -4,9 +4,10 @@
 #include <cctype>
 #include <set>
 
+#include "base/env_name.h"
+#include "netpolicy/network_allowlist_json.h"
 #include "netpolicy/network_proxy_env.h"
-#include "sandbox/policy/policy.h"
-#include "sandbox/policy/policy_json.h"
+#include "netpolicy/policy_json.h"
 
 namespace sbx::policy_json {
 namespace {
@@ -82,16 +83,15 @@ Result<InjectRule> ReadInjectRule(const std::string& where, const json& object) 
   }
   for (size_t i = 0; i < hosts.size(); ++i) {
     const std::string field = where + ".hosts[" + std::to_string(i) + "]";
-    auto text = StringField(field, hosts[i], "a host name like \"api.openai.com\"");
-    if (!text) return text.error();
-    auto parsed = ParseNetworkRule(*text, field);
-    if (!parsed) return parsed.error();
-    if (parsed->kind != HostPatternKind::kExactName || text->find(':') != std::string::npos) {
-      return InvalidInput(field + ": \"" + *text +
+    SBX_ASSIGN_OR_RETURN(auto text,
+                         StringField(field, hosts[i], "a host name like \"api.openai.com\""));
+    SBX_ASSIGN_OR_RETURN(auto parsed, ParseNetworkRule(text, field));
+    if (parsed.kind != HostPatternKind::kExactName || text.find(':') != std::string::npos) {
+      return InvalidInput(field + ": \"" + text +
                           "\": inject takes exact host names without ports (the run's CA vouches "
                           "for exactly these names, on port 443)");
     }
-    rule.hosts.push_back(parsed->name);
+    rule.hosts.push_back(parsed.name);
   }
 
   auto header = StringField(where + ".header", object["header"], "a header name");
@@ -125,21 +125,20 @@ Result<InjectRule> ReadInjectRule(const std::string& where, const json& object) 
                         "most 256 bytes (like \"Bearer {secret}\")");
   }
 
-  auto source = StringField(where + ".secret_from", object["secret_from"],
-                            "\"env:NAME\" or \"file:/absolute/path\"");
-  if (!source) return source.error();
-  SBX_TRY(CheckSecretSource(where + ".secret_from", *source));
-  rule.secret_from = *source;
+  SBX_ASSIGN_OR_RETURN(auto source, StringField(where + ".secret_from", object["secret_from"],
+                                                "\"env:NAME\" or \"file:/absolute/path\""));
+  SBX_TRY(CheckSecretSource(where + ".secret_from", source));
+  rule.secret_from = source;
 
   if (object.contains("sandbox_placeholder_env")) {
-    auto env = StringField(where + ".sandbox_placeholder_env", object["sandbox_placeholder_env"],
-                           "an environment variable name");
-    if (!env) return env.error();
-    if (!IsEnvName(*env)) {
-      return InvalidInput(where + ".sandbox_placeholder_env: \"" + *env +
+    SBX_ASSIGN_OR_RETURN(
+        auto env, StringField(where + ".sandbox_placeholder_env", object["sandbox_placeholder_env"],
+                              "an environment variable name"));
+    if (!IsEnvName(env)) {
+      return InvalidInput(where + ".sandbox_placeholder_env: \"" + env +
                           "\": an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
     }
-    rule.sandbox_placeholder_env = *env;
+    rule.sandbox_placeholder_env = env;
   }
   return rule;
 }
@@ -151,9 +150,9 @@ Result<void> ReadInjectRules(const json& list, std::vector<InjectRule>& out) {
     return FieldError("network.inject", "a list of at most 16 objects", list);
   }
   for (size_t i = 0; i < list.size(); ++i) {
-    auto rule = ReadInjectRule("network.inject[" + std::to_string(i) + "]", list[i]);
-    if (!rule) return rule.error();
-    out.push_back(std::move(*rule));
+    SBX_ASSIGN_OR_RETURN(auto rule,
+                         ReadInjectRule("network.inject[" + std::to_string(i) + "]", list[i]));
+    out.push_back(std::move(rule));
   }
   return Ok{};
 }

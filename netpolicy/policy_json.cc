@@ -1,5 +1,5 @@
 // Strict JSON parsing and typed field readers shared by the policy loaders.
-#include "sandbox/policy/policy_json.h"
+#include "netpolicy/policy_json.h"
 
 #include <cmath>
 #include <vector>

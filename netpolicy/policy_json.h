@@ -1,7 +1,7 @@
-// What the strict JSON readers of policies share (policy_loader.cc, policy_network.cc): parsing
-// with duplicate-key and depth checks, and typed field readers whose errors name the JSON path.
-// Also read by the team file loader (src/agent/team_file.cc). nlohmann exceptions never leave
-// the .cc files that use these.
+// What the strict JSON readers of policies share (the policy loader in sandbox/policy, the
+// allowlist's readers here, which sbx-netd runs too): parsing with duplicate-key and depth
+// checks, and typed field readers whose errors name the JSON path. Also read by the team file
+// loader (src/agent/team_file.cc). nlohmann exceptions never leave the .cc files that use these.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "sandbox/policy/policy.h"
+#include "netpolicy/network_rules.h"
 
 namespace sbx::policy_json {
 
@@ -32,10 +32,11 @@ Result<uint64_t> SizeField(const std::string& field, const json& value);     // 
 Result<uint32_t> Count32Field(const std::string& field, const json& value);  // whole, >= 0
 Result<double> SecondsField(const std::string& field, const json& value);    // finite, >= 0
 
-// The policy's "network" value: "none", "host", or the object of policies/SCHEMA.md.
-Result<void> ReadNetworkField(const json& value, Policy& policy);
-// network.inject (policy_inject.cc): each rule read strictly; the checks that need the allow
-// rules too are in ValidateInjectRules.
+// The keys an allowlist and a policy's allowlist-mode network object share, read into `out`
+// (network_allowlist_json.cc); the caller checks that `object` has no other key.
+Result<void> ReadNetworkAllowlist(const json& object, NetworkAllowlist& out);
+// network.inject (network_inject_json.cc): each rule read strictly; the checks that need the
+// allow rules too are in ValidateInjectRules.
 Result<void> ReadInjectRules(const json& list, std::vector<InjectRule>& out);
 // network.extra_ca_files / network.upstream_ca_files: absolute paths, read at run start.
 Result<void> ReadCaFiles(const std::string& field, const json& list, std::vector<std::string>& out);
