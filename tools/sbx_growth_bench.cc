@@ -176,10 +176,11 @@ std::string WithEnv(const char* name, const std::string& value, const char* scri
   return std::string("import os\nos.environ['") + name + "'] = '" + value + "'\n" + kImports + script;
 }
 
-std::unique_ptr<sbx::executor::SessionPool> NewPool(const std::string& image) {
+std::unique_ptr<sbx::executor::SessionPool> NewPool(const std::string& image, long sessions) {
   sbx::executor::PoolOptions options;
   options.image_dir = image;
   options.warm_sessions = 0;  // every Acquire forks: the cost of a session, not of a pool
+  options.max_sessions = static_cast<size_t>(sessions);
   auto pool = sbx::executor::SessionPool::Create(options);
   if (!pool) {
     std::fprintf(stderr, "pool: %s\n", pool.error().ToString().c_str());
@@ -234,7 +235,7 @@ void IdleSessions(const std::string& image, const std::vector<long>& counts) {
                     *created / count, MiB(drop), MiB(drop) / count, *closed, *closed / count);
       }
     }
-    auto pool = NewPool(image);
+    auto pool = NewPool(image, count);
     if (!pool) return;
     const double before = MemAvailable();
     auto start = Clock::now();
@@ -268,7 +269,7 @@ void Executions(const std::string& image, const std::vector<long>& counts, doubl
       FloorPython floor(image, script);
       floor_rate = floor.Read("per_second").value_or(0);
     }
-    auto pool = NewPool(image);
+    auto pool = NewPool(image, count);
     if (!pool) return;
     auto sessions = AcquireSessions(*pool, count);
     if (!sessions) return;

@@ -289,7 +289,7 @@ Result<std::unique_ptr<PooledDriver>> Zygote::Spawn(const Workspace& workspace, 
   auto slot = SessionSlot::Take(live_sessions_, options_.max_sessions);
   if (!slot) {
     return MakeError(ErrorCode::kUnavailable,
-                     "pool: " + std::to_string(options_.max_sessions) +
+                     std::to_string(options_.max_sessions) +
                          " sessions are alive, the most this pool holds (max_sessions); end one first, or "
                          "create the pool with a larger max_sessions");
   }

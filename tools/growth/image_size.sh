@@ -39,7 +39,9 @@ trap 'rm -rf "$work"' EXIT
 
 configs=()
 for count in $files_list; do
-  copy="$work/files-$count"
+  # An image directory is named by the id its marker holds, so each copy keeps the name.
+  install -d -m 0755 "$work/files-$count"
+  copy="$work/files-$count/$(basename "$image")"
   cp -al "$image" "$copy"
   # Python writes the directories in bulk: a shell loop would take minutes for a million files.
   python3 - "$copy/usr/lib/python3/dist-packages" "$count" <<'PY'
