@@ -63,8 +63,8 @@ struct PoolOptions {
   Policy policy;             // every session's limits and environment; network must be "none"
   std::string image_dir;     // as ResolveImageDir takes it: a name, a dir; empty: policy.image
   size_t warm_sessions = 4;  // 0..64 sessions kept ready; 0 forks each on Acquire
-  // Sessions alive at once, warm ones included (1..4096): Acquire fails beyond it. The zygote's
-  // memory limit grows by kSessionResidueBytes (zygote.h) for each.
+  // Sessions alive at once, warm ones included (warm_sessions..kMaxPoolSessions): Acquire
+  // fails beyond it. The zygote's memory limit grows by kSessionResidueBytes (zygote.h) each.
   size_t max_sessions = 256;
   double session_idle_seconds = 900;  // a session (warm or in use) ends after this idle time
   CgroupOptions cgroup_options;

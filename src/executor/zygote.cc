@@ -141,14 +141,6 @@ std::optional<SessionSlot> SessionSlot::Take(const std::shared_ptr<std::atomic<s
   return SessionSlot(taken);
 }
 
-SessionSlot& SessionSlot::operator=(SessionSlot&& other) noexcept {
-  if (this != &other) {
-    if (taken_) taken_->fetch_sub(1);
-    taken_ = std::move(other.taken_);
-  }
-  return *this;
-}
-
 SessionSlot::~SessionSlot() {
   if (taken_) taken_->fetch_sub(1);
 }

@@ -64,7 +64,7 @@ class SessionSlot {
   // A place, or nullopt when `max` are taken.
   static std::optional<SessionSlot> Take(const std::shared_ptr<std::atomic<size_t>>& taken, size_t max);
   SessionSlot(SessionSlot&& other) noexcept = default;
-  SessionSlot& operator=(SessionSlot&& other) noexcept;
+  SessionSlot& operator=(SessionSlot&& other) = delete;
   ~SessionSlot();
 
  private:
@@ -95,7 +95,7 @@ class PooledDriver final : public DriverProcess {
   std::optional<RunCgroup> cgroup_;
   std::vector<std::string> degraded_;
   bool killed_ = false;
-  std::optional<SessionSlot> slot_;  // given back last, once the session is gone
+  SessionSlot slot_;  // given back after the destructor has ended the session
 };
 
 class Zygote {
