@@ -35,9 +35,9 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
-#include "sandbox/launch/environment.h"
 #include "src/executor/executors.h"
 #include "src/executor/process_memory.h"
 #include "src/executor/session_pool.h"
@@ -73,26 +73,14 @@ std::vector<long> ParseList(const std::string& text) {
   return values;
 }
 
-// The image's python3 running `script`, only chrooted (uid 1000, the sandbox's environment): the
-// floor of each section. Its stdin and stdout are pipes: the script prints its figures as
+// The image's python3 running `script` (SpawnImagePython): the floor of each section. Its stdin and stdout are pipes: the script prints its figures as
 // "name value" lines and may wait for a line on stdin (Say) between its phases.
 class FloorPython {
  public:
   FloorPython(const std::string& image, const std::string& script) {
-    std::vector<std::string> env_storage = sbx::BuildSandboxEnvironment({});
-    std::vector<char*> env;
-    for (auto& entry : env_storage) env.push_back(entry.data());
-    env.push_back(nullptr);
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    const char* args[] = {"chroot", "--userspec=1000:1000", image.c_str(), "/usr/bin/python3", "-c", script.c_str(),
-                          nullptr};
-    if (posix_spawnp(&pid_, "chroot", &actions, nullptr, const_cast<char**>(args), env.data()) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
+    pid_ = sbx::bench::SpawnImagePython(image, script, in[0], out[1]);
     close(in[0]);
     close(out[1]);
     to_ = fdopen(in[1], "w");
@@ -172,8 +160,11 @@ for to_w, _ in channels: os.close(to_w)
 for _ in range(M): os.wait()
 )py";
 
-std::string WithEnv(const char* name, const std::string& value, const char* script) {
-  return std::string("import os\nos.environ['") + name + "'] = '" + value + "'\n" + kImports + script;
+// `script` after the stack's imports, with each (name, value) set in its os.environ first.
+std::string ScriptWith(const std::vector<std::pair<std::string, std::string>>& settings, const char* script) {
+  std::string text = "import os\n";
+  for (const auto& [name, value] : settings) text += "os.environ['" + name + "'] = '" + value + "'\n";
+  return text + kImports + script;
 }
 
 std::unique_ptr<sbx::executor::SessionPool> NewPool(const std::string& image, long sessions) {
@@ -222,7 +213,7 @@ void IdleSessions(const std::string& image, const std::vector<long>& counts) {
               "MemAvail drop", "MiB each", "close ms", "ms each");
   for (long count : counts) {
     {
-      FloorPython floor(image, WithEnv("SBX_GROWTH_N", std::to_string(count), kIdleFloorScript));
+      FloorPython floor(image, ScriptWith({{"SBX_GROWTH_N", std::to_string(count)}}, kIdleFloorScript));
       if (!floor.Read("imported")) return;
       const double before = MemAvailable();
       floor.Say("\n");
@@ -263,10 +254,9 @@ void Executions(const std::string& image, const std::vector<long>& counts, doubl
   for (long count : counts) {
     double floor_rate = 0;
     {
-      std::string script = "import os\nos.environ['SBX_GROWTH_M'] = '" + std::to_string(count) +
-                           "'\nos.environ['SBX_GROWTH_SECONDS'] = '" + std::to_string(seconds) + "'\n" + kImports +
-                           kExecutionsFloorScript;
-      FloorPython floor(image, script);
+      FloorPython floor(image, ScriptWith({{"SBX_GROWTH_M", std::to_string(count)},
+                                           {"SBX_GROWTH_SECONDS", std::to_string(seconds)}},
+                                          kExecutionsFloorScript));
       floor_rate = floor.Read("per_second").value_or(0);
     }
     auto pool = NewPool(image, count);

@@ -12,7 +12,6 @@
 // the throughput lines (and the floor's process counts); each pooled line prints its ratio to
 // the floor measured in the same run.
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,7 +27,6 @@
 #include <thread>
 #include <vector>
 
-#include "sandbox/launch/environment.h"
 #include "src/executor/executors.h"
 #include "src/executor/process_memory.h"
 #include "src/executor/session_pool.h"
@@ -47,7 +45,7 @@ const char* const kCode = "import pandas as pd; pd.DataFrame({\"a\": range(1000)
 // describe (and its repr, as the driver returns it) after its copy-on-write faults; a
 // fork + describe + exit loop bounds the rate on one and two cores.
 const char* const kForkFloorScript = R"py(
-import os, time, statistics
+import os, sys, time, statistics
 import pandas as pd, numpy, matplotlib, scipy
 CODE = 'pd.DataFrame({"a": range(1000)}).describe()'
 repr(eval(CODE))
@@ -84,7 +82,6 @@ def forks_per_second(workers, seconds=3.0):
     with os.fdopen(counts_r) as counts:
         return sum(int(line) for line in counts) / seconds
 
-import sys
 samples = sorted(answer_in_preforked_child() for _ in range(30))
 print("%-44s median %8.2f ms   p90 %8.2f ms   (n=%d)" % ("floor: describe in a pre-forked child", samples[15], samples[27], len(samples)))
 print("floor-describe-ms %f" % samples[15], file=sys.stderr)
@@ -94,14 +91,12 @@ for workers in WORKERS:
     print("floor-rate %d %f" % (workers, rate), file=sys.stderr)
 )py";
 
-// The image's python3 running `code`, only chrooted (uid 1000, the sandbox's environment): no
-// namespaces, no limits. Returns its wait status, or -1 if it could not be started.
-int RunImagePython(const std::string& image, const char* code, const std::vector<char*>& env) {
-  const char* args[] = {"chroot", "--userspec=1000:1000", image.c_str(), "/usr/bin/python3", "-c", code, nullptr};
-  pid_t pid;
-  if (posix_spawnp(&pid, "chroot", nullptr, nullptr, const_cast<char**>(args), env.data()) != 0) return -1;
+// The image's python3 running `code` (SpawnImagePython). Returns its wait status, or -1 if it
+// could not be started.
+int RunImagePython(const std::string& image, const char* code) {
+  pid_t pid = sbx::bench::SpawnImagePython(image, code);
   int status = 0;
-  return waitpid(pid, &status, 0) == pid ? status : -1;
+  return pid > 0 && waitpid(pid, &status, 0) == pid ? status : -1;
 }
 
 // What the floor script reports on its stderr, for the ratios of the pooled lines.
@@ -112,23 +107,16 @@ struct Floor {
 
 // Runs kForkFloorScript with `workers` as its process counts; its human lines go to our
 // stdout, its figures come back through a pipe on its stderr.
-Floor RunFloor(const std::string& image, const std::vector<int>& workers, const std::vector<char*>& env) {
+Floor RunFloor(const std::string& image, const std::vector<int>& workers) {
   Floor floor;
   std::string counts;
   for (int count : workers) counts += std::to_string(count) + ",";
   const std::string script = "WORKERS = (" + counts + ")\n" + kForkFloorScript;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return floor;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-  const char* args[] = {"chroot", "--userspec=1000:1000", image.c_str(), "/usr/bin/python3", "-c", script.c_str(),
-                        nullptr};
-  pid_t pid;
-  int spawned = posix_spawnp(&pid, "chroot", &actions, nullptr, const_cast<char**>(args), env.data());
-  posix_spawn_file_actions_destroy(&actions);
+  const pid_t pid = sbx::bench::SpawnImagePython(image, script, -1, -1, fds[1]);
   close(fds[1]);
-  if (spawned != 0) {
+  if (pid < 0) {
     close(fds[0]);
     return floor;
   }
@@ -211,18 +199,14 @@ int main(int argc, char** argv) {
   if (image.empty()) return 1;
   // Bare python3 of the image (the host has no pandas), only chrooted: no namespaces, no limits.
   std::vector<double> bare;
-  std::vector<std::string> env_storage = sbx::BuildSandboxEnvironment({});
-  std::vector<char*> env;
-  for (auto& entry : env_storage) env.push_back(entry.data());
-  env.push_back(nullptr);
   for (int i = 0; i < std::max(5, iterations / 3); ++i) {
     auto start = Clock::now();
-    if (RunImagePython(image, kCode, env) < 0) break;
+    if (RunImagePython(image, kCode) < 0) break;
     bare.push_back(Ms(start));
   }
   Report("bare python3 -c (chroot into the image)", bare);
   std::fflush(stdout);  // our lines first: the floor script writes to the same stdout
-  const Floor floor = RunFloor(image, thread_counts, env);
+  const Floor floor = RunFloor(image, thread_counts);
 
   // Cold: a new SessionExecutor (a fresh sandbox and interpreter) per session.
   std::vector<double> cold;
