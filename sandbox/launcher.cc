@@ -12,10 +12,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
 
+#include "base/sibling_executable.h"
 #include "sandbox/host/blocker_hints.h"
 #include "sandbox/image/image.h"
 #include "sandbox/image/image_verify.h"
@@ -151,6 +154,32 @@ Result<ChildChannels> OpenChildChannels(int stdin_fd) {
   return channels;
 }
 
+// A zygote run's library for its sessions (kZygoteSessionLibrary): next to the running
+// executable, else the one this tree built; canonical and opened O_PATH here, so the child can
+// check that the path it re-opens is still this file.
+struct SessionLibrary {
+  std::string path;
+  UniqueFd fd;
+};
+
+Result<SessionLibrary> OpenSessionLibrary() {
+  auto next_to_us = SiblingExecutable(kSessionLibraryName, "");
+  const std::string found = next_to_us ? *next_to_us : SBX_SESSION_LIBRARY_BUILD_PATH;
+  char canonical[PATH_MAX];
+  if (::realpath(found.c_str(), canonical) == nullptr) {
+    return SysError(ErrorCode::kSetupFailed,
+                    std::string("zygote: the pooled sessions' library ") + kSessionLibraryName +
+                        " is neither next to this program nor at " + found +
+                        "; build it (tools/build.sh) or install it beside sbx");
+  }
+  SessionLibrary library{canonical, UniqueFd(::open(canonical, O_PATH | O_CLOEXEC | O_NOFOLLOW))};
+  struct stat st {};
+  if (!library.fd || ::fstat(library.fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return SysError(ErrorCode::kSetupFailed, std::string("zygote: open(") + canonical + ") (not a regular file?)");
+  }
+  return library;
+}
+
 // The compiled filter, or null (listed in `degraded`) when it cannot be had and the policy
 // accepts losing it.
 Result<const SeccompProgram*> SeccompForPolicy(const Policy& policy, std::vector<std::string>* degraded) {
@@ -183,6 +212,7 @@ Result<void> PlanTheSandbox(const RunSpec& spec, const OpenImage& image, const W
     }
     plan.keep_namespace_capabilities = true;
     plan.mounts.expose_image_at = kZygoteImageDir;
+    plan.mounts.expose_library_at = kZygoteSessionLibrary;
   }
   plan.rlimits = PlanRlimits(policy.limits, enforced.memory, enforced.pids);
   if (allowlist && !allowlist->sandbox_env().empty()) {
@@ -326,6 +356,11 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
     SBX_ASSIGN_OR_RETURN(auto computed, ComputeIdMapping(::geteuid(), ::getegid()));
     mapping = computed;
   }
+  std::optional<SessionLibrary> session_library;
+  if (spec.zygote_keeps_namespace_capabilities && !outer) {
+    SBX_ASSIGN_OR_RETURN(auto opened, OpenSessionLibrary());
+    session_library = std::move(opened);
+  }
   std::optional<Workspace> workspace;
   if (spec.held_workspace != nullptr) {
     if (spec.held_workspace->fd.get() < 0) return InvalidInput("held_workspace: not open");
@@ -388,6 +423,10 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   } else {
     plan.root_mode = mapping->root_mode;
     SBX_TRY(PlanTheSandbox(spec, *image, run_workspace, allowlist.get(), enforced, plan));
+    if (session_library) {
+      plan.mounts.library_path = session_library->path;
+      plan.mounts.library_fd = session_library->fd.get();
+    }
   }
 
   // 4. The namespaces (outer: none, O4).

@@ -16,7 +16,8 @@
 //   6. Parent-death signal; wait for "ids mapped"; re-open image and workspace; take the
 //      setup ids.
 //   7. Private propagation; scratch tmpfs; image bound as the overlay's lower layer.
-//   8. Overlay root; (allowlist) resolv.conf and CA bundle; workspace bound at /workspace (or
+//   8. Overlay root; (zygote) the image and the sessions' library bound in; (allowlist)
+//      resolv.conf and CA bundle; workspace bound at /workspace (or
 //      a tmpfs of limits.tmp_size there).
 //   9. /proc with masked entries; minimal /dev; /tmp tmpfs.
 //  10. pivot_root and detach the old root (refused: move it over / and chroot).
@@ -105,7 +106,7 @@ struct RunSpec {
   // DANGEROUS, for the warm pool's zygote only (src/executor/session_pool.h): the program
   // keeps its capabilities inside its own user namespace (it stays root there), no seccomp
   // filter is installed, and the image is also bound read-only at kZygoteImageDir so the
-  // program can build further sandboxes from it. Everything else is as for any run: user,
+  // program can build further sandboxes from it, with the library at kZygoteSessionLibrary. Everything else is as for any run: user,
   // mount, pid, net, ipc, uts namespaces, the run's cgroup, no_new_privs, a clean
   // environment. The program must never run untrusted code itself; the zygote applies every
   // dropped layer to each session it forks. Needs root mode (sbx running as root).
@@ -117,8 +118,13 @@ struct RunSpec {
   std::string netd_binary;
 };
 
-// Where a zygote run (RunSpec::zygote_keeps_namespace_capabilities) sees the image.
+// Where a zygote run (RunSpec::zygote_keeps_namespace_capabilities) sees the image, and the
+// library whose C++ isolates each pooled session (sandbox/session_setup/session_setup.h). The
+// launcher takes the library from next to the running executable (like sbx-netd), else from
+// this build tree, and refuses a zygote run without it.
 inline constexpr const char* kZygoteImageDir = "/.sbx-image";
+inline constexpr const char* kZygoteSessionLibrary = "/.sbx-session-setup.so";
+inline constexpr const char* kSessionLibraryName = "libsbx_session_setup.so";
 
 // Runs spec.argv in a fresh sandbox and waits for it. An Error means sbx refused or could not
 // set up the sandbox before the program ran (CLI exit 125); nothing is left behind then.

@@ -109,10 +109,11 @@ void FdPath(int fd, char (&out)[32]) {
 }
 
 // Re-opens `path` in this mount namespace with no symlink resolution and checks it is the
-// same directory the parent validated. Returns the new fd or -errno.
-int ReopenSameDirectory(const char* path, int parent_fd) {
+// same directory (or, with `directory` false, file) the parent validated. Returns the new fd
+// or -errno.
+int ReopenSame(const char* path, int parent_fd, bool directory = true) {
   struct open_how how {};
-  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.flags = O_PATH | O_CLOEXEC | (directory ? O_DIRECTORY : 0);
   how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
   int fd = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how)));
   if (fd < 0) return -errno;
@@ -199,16 +200,6 @@ int MaskProc() {
 
 }  // namespace
 
-const ProcMasks& SandboxProcMasks() {
-  static const ProcMasks masks{
-      {std::begin(kMaskedProcFiles), std::end(kMaskedProcFiles)},
-      {std::begin(kReadOnlyProcDirs), std::end(kReadOnlyProcDirs)},
-      {std::begin(kMaskedProcDirs), std::end(kMaskedProcDirs)},
-      {std::begin(kDevices), std::end(kDevices)},
-  };
-  return masks;
-}
-
 MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
                                 const std::string& workspace_path, int workspace_fd,
                                 const Limits& limits) {
@@ -218,10 +209,7 @@ MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
   plan.image_fd = image_fd;
   plan.workspace_fd = workspace_fd;
   plan.scratch_options = "size=" + std::to_string(limits.rootfs_size_bytes) + ",mode=0700";
-  const std::string scratch = image_path.substr(0, image_path.rfind('/'));
-  plan.scratch_dir = scratch.empty() ? "/" : scratch;
-  plan.overlay_options = "lowerdir=" + scratch + "/lower,upperdir=" + scratch +
-                         "/upper,workdir=" + scratch + "/work";
+  MoveScratchTo(image_path.substr(0, image_path.rfind('/')), &plan);
   plan.tmp_options = "size=" + std::to_string(limits.tmp_size_bytes) + ",mode=1777";
   plan.shm_options = "size=" + std::to_string(limits.tmp_size_bytes) + ",mode=1777";
   const std::string sandbox_id = std::to_string(kSandboxId);
@@ -230,14 +218,27 @@ MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
   return plan;
 }
 
+void MoveScratchTo(const std::string& dir, MountPlan* plan) {
+  const std::string scratch = dir == "/" ? "" : dir;
+  plan->scratch_dir = scratch.empty() ? "/" : scratch;
+  plan->overlay_options = "lowerdir=" + scratch + "/lower,upperdir=" + scratch + "/upper,workdir=" + scratch + "/work";
+}
+
 int OpenMountSourcesInChild(const MountPlan& plan, MountSources* sources, ChildStep* failed_step) {
-  sources->image_fd = ReopenSameDirectory(plan.image_path.c_str(), plan.image_fd);
+  sources->image_fd = ReopenSame(plan.image_path.c_str(), plan.image_fd);
   if (sources->image_fd < 0) {
     errno = -sources->image_fd;
     return Fail(ChildStep::kOpenSources, failed_step);
   }
+  if (!plan.library_path.empty()) {
+    sources->library_fd = ReopenSame(plan.library_path.c_str(), plan.library_fd, false);
+    if (sources->library_fd < 0) {
+      errno = -sources->library_fd;
+      return Fail(ChildStep::kOpenSources, failed_step);
+    }
+  }
   if (plan.workspace_fd < 0) return 0;  // a tmpfs workspace: nothing to re-open
-  sources->workspace_fd = ReopenSameDirectory(plan.workspace_path.c_str(), plan.workspace_fd);
+  sources->workspace_fd = ReopenSame(plan.workspace_path.c_str(), plan.workspace_fd);
   if (sources->workspace_fd < 0) {
     errno = -sources->workspace_fd;
     return Fail(ChildStep::kOpenSources, failed_step);
@@ -284,6 +285,18 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
     if (int err = BindRemount(target, MS_RDONLY | kSafe)) {
       errno = err;
       return Fail(ChildStep::kMountImage, failed_step);
+    }
+  }
+  if (sources.library_fd >= 0) {
+    char target[96], source[32];
+    ::snprintf(target, sizeof(target), "root%s", plan.expose_library_at.c_str());
+    FdPath(sources.library_fd, source);
+    int err = Touch(target);
+    if (err == 0 && ::mount(source, target, nullptr, MS_BIND, nullptr) != 0) err = errno;
+    if (err == 0) err = BindRemount(target, MS_RDONLY | kSafe);
+    if (err != 0) {
+      errno = err;
+      return Fail(ChildStep::kSessionLibrary, failed_step);
     }
   }
   if (!plan.resolv_conf.empty()) {

@@ -49,6 +49,12 @@ struct MountPlan {
   // Non-empty (a zygote run): the image is also bound read-only, nosuid, nodev at this path
   // of the new root, so the zygote's sessions can use it as their own overlay's lower layer.
   std::string expose_image_at;
+  // Non-empty (a zygote run): the pooled sessions' library (sandbox/session_setup), re-opened
+  // in the child like the image, checked against library_fd, and bound read-only (nosuid,
+  // nodev; executable: it is mapped) at this path of the new root.
+  std::string expose_library_at;
+  std::string library_path;
+  int library_fd = -1;
   // Non-empty (network allowlist): written to the scratch and bound read-only over the
   // image's /etc/resolv.conf, which must be a regular file there.
   std::string resolv_conf;
@@ -57,28 +63,25 @@ struct MountPlan {
   std::string ca_bundle;
 };
 
-// The /proc entries every sandbox masks (the cold path here, pooled sessions in the zygote,
-// which receives these lists from the host rather than keeping copies of its own).
-struct ProcMasks {
-  std::vector<const char*> files;      // covered by /dev/null
-  std::vector<const char*> read_only;  // bound read-only onto themselves
-  std::vector<const char*> hidden;     // covered by an empty read-only tmpfs
-  std::vector<const char*> devices;    // bound from the host's /dev into the minimal /dev
-};
-const ProcMasks& SandboxProcMasks();
-
 // workspace_fd -1 (and an empty path): the run's /workspace is a tmpfs that dies with it.
 MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
                                 const std::string& workspace_path, int workspace_fd,
                                 const Limits& limits);
 
+// Puts the scratch tmpfs (and with it the overlay's upper, work and lower directories) over
+// `dir` instead of the image's parent: a pooled session's plan, made in the zygote, whose image
+// sits at "/" + kZygoteImageDir, covers the zygote's /tmp.
+void MoveScratchTo(const std::string& dir, MountPlan* plan);
+
 // The image and workspace re-opened in the child's mount namespace.
 struct MountSources {
   int image_fd = -1;
   int workspace_fd = -1;
+  int library_fd = -1;
 };
 
-// Called before the child switches to uid 1000, while its host credentials still let it
+// Returns 0 or an errno (ESTALE: a path no longer names what the parent opened); sets
+// *failed_step. Called before the child switches to uid 1000, while its host credentials still let it
 // traverse private directories on the way (a workspace under /root, say).
 int OpenMountSourcesInChild(const MountPlan& plan, MountSources* sources, ChildStep* failed_step);
 

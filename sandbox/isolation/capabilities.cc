@@ -1,4 +1,4 @@
-// Prepares the empty capability state in the parent and applies it in the child.
+// Applies the empty capability state in the child (the parent's side: capability_plan.cc).
 #include "sandbox/isolation/capabilities.h"
 
 #include <linux/capability.h>
@@ -9,12 +9,6 @@
 #include <cerrno>
 
 namespace sbx {
-
-Result<CapabilityPlan> PrepareCapabilitiesInParent() {
-  CapabilityPlan plan;
-  plan.last_cap = static_cast<int>(cap_max_bits()) - 1;
-  return plan;
-}
 
 int DropBoundingAndAmbientInChild(const CapabilityPlan& plan) {
   for (int cap = 0; cap <= plan.last_cap; ++cap) {

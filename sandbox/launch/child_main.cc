@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "sandbox/isolation/loopback.h"
+#include "sandbox/isolation/privileges.h"
 #include "sandbox/isolation/userns.h"
 #include "sandbox/launch/init.h"
 #include "sandbox/launch/process_tree.h"
@@ -26,31 +27,13 @@ namespace {
   ::_exit(125);
 }
 
-// Raw syscalls, not glibc's wrappers: those broadcast id changes to every thread the parent
-// had (the child has only one) and take locks a parent thread may have held at clone time.
-int SetIds(uint32_t id, bool drop_groups) {
-  if (drop_groups && ::syscall(SYS_setgroups, 0, nullptr) != 0) return errno;
-  if (::syscall(SYS_setresgid, id, id, id) != 0) return errno;
-  if (::syscall(SYS_setresuid, id, id, id) != 0) return errno;
-  // An id change clears the parent-death signal; re-arm it at once.
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
-  return 0;
-}
-
 // Sheds root's supplementary groups (root mode only), then becomes uid/gid 1000.
-int SwitchToSandboxIds(bool root_mode) { return SetIds(kSandboxId, root_mode); }
-
-int SwitchToSetupIds(bool root_mode) { return root_mode ? SetIds(0, false) : SwitchToSandboxIds(false); }
+int SwitchToSetupIds(bool root_mode) { return SetIdsInChild(root_mode ? 0 : kSandboxId, false); }
 
 // Ids, capabilities, no_new_privs: shared by the init and the program.
 void DropPrivileges(const ChildPlan& plan) {
-  if (int err = DropBoundingAndAmbientInChild(plan.capabilities))
-    FailSetup(plan.sync_fd, ChildStep::kDropCapabilities, err);
-  if (int err = SwitchToSandboxIds(plan.root_mode)) FailSetup(plan.sync_fd, ChildStep::kSetIds, err);
-  if (int err = ClearCapabilitiesInChild(plan.capabilities))
-    FailSetup(plan.sync_fd, ChildStep::kDropCapabilities, err);
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-    FailSetup(plan.sync_fd, ChildStep::kNoNewPrivs, errno);
+  ChildStep step = ChildStep::kDropCapabilities;
+  if (int err = DropPrivilegesInChild(plan.capabilities, plan.root_mode, &step)) FailSetup(plan.sync_fd, step, err);
 }
 
 // The init keeps only its two descriptors: everything else it inherited from the runner

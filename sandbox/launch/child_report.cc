@@ -16,6 +16,7 @@ const char* ChildStepName(ChildStep step) {
     case ChildStep::kMountScratch: return "mount the scratch tmpfs (limits.rootfs_size)";
     case ChildStep::kMountImage: return "bind the image";
     case ChildStep::kMountOverlay: return "mount the overlay root";
+    case ChildStep::kSessionLibrary: return "bind the pooled sessions' library (zygote)";
     case ChildStep::kResolvConf: return "bind /etc/resolv.conf (network allowlist)";
     case ChildStep::kCaBundle: return "bind the CA bundle over /etc/ssl/certs/ca-certificates.crt (network allowlist)";
     case ChildStep::kMountWorkspace: return "bind the workspace at /workspace";

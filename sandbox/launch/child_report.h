@@ -21,6 +21,7 @@ enum class ChildStep : uint32_t {
   kMountScratch,
   kMountImage,
   kMountOverlay,  // 8
+  kSessionLibrary,
   kResolvConf,
   kCaBundle,
   kMountWorkspace,
@@ -61,6 +62,7 @@ constexpr int LaunchStepOf(ChildStep step) {
     case ChildStep::kMountScratch:
     case ChildStep::kMountImage: return 7;
     case ChildStep::kMountOverlay:
+    case ChildStep::kSessionLibrary:
     case ChildStep::kResolvConf:
     case ChildStep::kCaBundle:
     case ChildStep::kMountWorkspace: return 8;

@@ -316,11 +316,6 @@ const std::vector<SeccompRule>& DeniedSyscalls() {
   return *kRows;
 }
 
-sock_fprog SeccompProgram::AsFprog() const {
-  return sock_fprog{static_cast<unsigned short>(instructions.size()),
-                    const_cast<sock_filter*>(instructions.data())};
-}
-
 Result<std::unique_ptr<SeccompProgram>> ExportSeccompProgram(void* libseccomp_filter) {
   auto instructions = ExportBpf(static_cast<scmp_filter_ctx>(libseccomp_filter));
   if (!instructions) return instructions.error();
@@ -355,17 +350,6 @@ Result<const SeccompProgram*> CompileSeccompProgram(const SeccompOptions& option
   SBX_ASSIGN_OR_RETURN(auto program, Compile(options));
   cache->emplace_back(options, std::move(program));
   return static_cast<const SeccompProgram*>(cache->back().second.get());
-}
-
-int InstallSeccompInChild(const SeccompProgram& program) {
-  if (program.instructions.empty()) return EINVAL;
-  sock_fprog fprog = program.AsFprog();
-  long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &fprog);
-  if (rc == 0) return 0;
-  // With TSYNC a positive result is the id of a thread that could not be synchronized (it runs
-  // another filter tree or is mid-exec); the filter was not installed anywhere.
-  if (rc > 0) return EBUSY;
-  return errno;
 }
 
 }  // namespace sbx

@@ -10,7 +10,8 @@
 //   (*session)->Execute({{"python", "import pandas as pd\npd.DataFrame(...).describe()"}});
 //   session.reset();  // ends it on the pool's reaper thread: its tree, cgroup and workspace go
 //
-// What a pooled session is (rootfs/zygote.py holds the child's steps, zygote.h the host's):
+// What a pooled session is (rootfs/zygote.py forks it, sandbox/session_setup isolates it with the
+// cold path's code, zygote.h holds the host's steps):
 // pid 1 of its own pid namespace, nested in the zygote's; its own mount namespace with an
 // overlay root (the image below, a bounded tmpfs above), its own workspace, a fresh masked
 // /proc, a minimal /dev and a /tmp tmpfs; its own net (lo only), ipc and uts namespaces and

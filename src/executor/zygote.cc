@@ -16,10 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/fd_passing.h"
-#include "sandbox/fs/mounts.h"
 #include "sandbox/isolation/capabilities.h"
 #include "sandbox/isolation/rlimits.h"
-#include "sandbox/isolation/userns.h"
+#include "sandbox/launcher.h"
 #include "sandbox/seccomp/seccomp_filter.h"
 #include "src/executor/frame_channel.h"
 
@@ -42,10 +41,6 @@ std::string Base64(const void* data, size_t size) {
   return out;
 }
 
-std::string TmpfsOptions(uint64_t size, const char* mode) {
-  return "size=" + std::to_string(size) + ",mode=" + mode;
-}
-
 Result<std::string> ConfigJson(const ZygoteOptions& options) {
   auto seccomp = CompileSeccompProgram(SeccompOptions{});
   // A pooled session never runs without the filter, whatever the policy allows: the zygote
@@ -53,19 +48,14 @@ Result<std::string> ConfigJson(const ZygoteOptions& options) {
   if (!seccomp) return seccomp.error().Context("seccomp (required for pooled sessions)");
   SBX_ASSIGN_OR_RETURN(auto capabilities, PrepareCapabilitiesInParent());
   const auto& instructions = (*seccomp)->instructions;
-  const ProcMasks& masks = SandboxProcMasks();
   const Limits& limits = options.policy.limits;
   nlohmann::json config = {
       {"op", "config"},
+      {"library", kZygoteSessionLibrary},
       {"seccomp", Base64(instructions.data(), instructions.size() * sizeof(instructions[0]))},
       {"last_cap", capabilities.last_cap},
-      {"sandbox_id", kSandboxId},
-      {"masks",
-       {{"files", masks.files}, {"read_only", masks.read_only}, {"hidden", masks.hidden},
-        {"devices", masks.devices}}},
-      {"scratch_options", TmpfsOptions(limits.rootfs_size_bytes, "0700")},
-      {"tmp_options", TmpfsOptions(limits.tmp_size_bytes, "1777")},
-      {"shm_options", TmpfsOptions(limits.tmp_size_bytes, "1777")},
+      {"rootfs_size_bytes", limits.rootfs_size_bytes},
+      {"tmp_size_bytes", limits.tmp_size_bytes},
       {"idle_seconds", options.session_idle_seconds},
       {"warmup", options.warmup_code},
       {"prefault", options.prefault_code},

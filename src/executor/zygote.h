@@ -4,9 +4,10 @@
 // Usage (SessionPool does this; see session_pool.h):
 //   1. `auto zygote = Zygote::Start(options, workspaces_root);` runs rootfs/zygote.py as the
 //      program of a sandbox started with RunSpec::zygote_keeps_namespace_capabilities, with
-//      `workspaces_root` (a temporary workspace) as its /workspace; sends it the session
-//      configuration (the compiled seccomp program, the /proc masks, tmpfs sizes, the sandbox
-//      uid, the highest capability) and waits until it has imported the stack.
+//      `workspaces_root` (a temporary workspace) as its /workspace and the session library
+//      (sandbox/session_setup) bound in; sends it the session configuration (the library's
+//      path, the compiled seccomp program, the tmpfs sizes, the highest capability) and waits
+//      until it has imported the stack.
 //   2. `zygote->Spawn(workspace)` for a directory directly under `workspaces_root`: creates
 //      the session's cgroup (CreateCgroupForPolicy, as the cold path), sends the request with
 //      the session's socket and an O_PATH fd of its workspace (SCM_RIGHTS), learns the

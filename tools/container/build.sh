@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builds the container image `sbx-test` offline: busybox-static, build/sbx, build/sbx-netd,
-# build/sbx-serve when built, the pods' probe (sbx-probe.sh) and the shared libraries they
+# build/libsbx_session_setup.so, build/sbx-serve when built, the pods' probe (sbx-probe.sh) and the shared libraries they
 # load, imported into podman from a tar stream (no registry pulls). Without --with-images the
 # Python image is not copied in: tools/container/matrix.sh binds /var/cache/sbx/images
 # read-only, as an operator would mount a volume. With --with-images the default Python image
@@ -16,7 +16,8 @@ name=${SBX_CONTAINER_IMAGE:-sbx-test}
 images=/var/cache/sbx/images
 with_images=0
 [[ ${1:-} == --with-images ]] && with_images=1
-programs=("$build/sbx" "$build/sbx-netd")
+# The pooled sessions' library goes next to sbx, where the launcher looks for it.
+programs=("$build/sbx" "$build/sbx-netd" "$build/libsbx_session_setup.so")
 [[ -x $build/sbx-serve ]] && programs+=("$build/sbx-serve")
 
 if ((with_images)); then
