@@ -82,6 +82,8 @@ def load_library(path):
     lib.sbx_private_tmpfs.argtypes = [c.c_char_p, c.c_char_p]
     lib.sbx_session_enter.argtypes = [c.c_char_p, c.c_int, c.c_ulonglong, c.c_ulonglong, c.c_char_p,
                                       c.c_size_t]
+    lib.sbx_prefault.argtypes = [c.POINTER(c.c_ulonglong), c.c_size_t]
+    lib.sbx_prefault.restype = None
     lib.sbx_session_lock_down.argtypes = [c.c_int, c.POINTER(c.c_ulonglong), c.c_size_t, c.c_int,
                                           c.c_char_p, c.c_size_t, c.c_char_p, c.c_size_t]
     return lib
@@ -105,7 +107,7 @@ class Zygote:
         self.control = control
         self.config = config
         self.lib = lib
-        self.prefault_ranges = prefault_ranges
+        self.prefault_ranges, self.prefault_count = zygote_prefault.pack(prefault_ranges)
         self.seccomp = base64.b64decode(config["seccomp"])
         if not self.seccomp or len(self.seccomp) % 8:
             raise ValueError("seccomp program: %d bytes, not a whole number of instructions"
@@ -211,7 +213,7 @@ class Zygote:
             # fds 1 and 2 are /dev/null now; Python's own objects for them are made anew.
             sys.stdout = open(1, "w", closefd=False)
             sys.stderr = open(2, "w", closefd=False)
-            zygote_prefault.prefault(self.prefault_ranges)
+            self.lib.sbx_prefault(self.prefault_ranges, self.prefault_count)
             session_driver.write_frame(channel, b'{"op": "prepared"}')
         except SetupError as e:
             self.fail(channel, e.step, e.errno, e.detail)

@@ -15,8 +15,9 @@ every pooled session went to faults. A second execution in the same session take
                     budget_pages of them as (address, length) ranges, those of the earlier
                     runs first: the pages every first execution writes (the driver's own)
                     come before those only the typical one does.
-  prefault(ranges)  in each session while it is prepared: MADV_POPULATE_WRITE (Linux 5.14)
-                    breaks the sharing of those pages now, before the session is handed out.
+  pack(ranges)      the ranges as the session library's sbx_prefault takes them, which in
+                    each session while it is prepared breaks the sharing of those pages now
+                    (MADV_POPULATE_WRITE), before the session is handed out.
 
 Every pre-copied page is private memory an idle session holds, so the budget caps it: the
 pages past it are copied by the first execution as before, each by its own fault.
@@ -31,13 +32,8 @@ import os
 import struct
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
-MADV_POPULATE_WRITE = 23
 PRESENT = 1 << 63
 EXCLUSIVE = 1 << 56  # mapped by this process only: for an anonymous page, its own copy
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-
 
 def _writable_private_mappings():
     ranges = []
@@ -131,7 +127,8 @@ def learn(prepare, runs, budget_pages):
     return list(struct.iter_unpack("<QQ", data[:len(data) - len(data) % 16]))
 
 
-def prefault(ranges):
-    """Copies the pages in `ranges` now; failures (a range unmapped since) are skipped."""
-    for address, length in ranges:
-        _libc.madvise(address, length, MADV_POPULATE_WRITE)
+def pack(ranges):
+    """(array, count): `ranges` as one flat C array of {address, length}, made once in the
+    zygote so that a session's pre-fault is a single call (sbx_prefault)."""
+    flat = [value for pair in ranges for value in pair]
+    return (ctypes.c_ulonglong * max(len(flat), 1))(*flat), len(ranges)

@@ -46,6 +46,10 @@ int sbx_session_enter(const char* workspace_name, int workspace_fd, unsigned lon
 /* `rlimits`: `rlimit_pairs` pairs of {resource, value} (soft and hard), as RlimitPlan holds. */
 int sbx_session_lock_down(int channel, const unsigned long long* rlimits, size_t rlimit_pairs, int last_cap,
                           const void* seccomp_program, size_t seccomp_bytes, char* step, size_t step_size);
+/* The pre-fault (zygote_prefault.py), in each session while it is prepared: copies the zygote
+ * pages of `range_count` {address, length} pairs in `ranges` now, as a write would
+ * (MADV_POPULATE_WRITE, Linux 5.14); a range that no longer maps is skipped. */
+void sbx_prefault(const unsigned long long* ranges, size_t range_count);
 
 #ifdef __cplusplus
 }
