@@ -1,13 +1,13 @@
 #!/bin/bash
 # Builds the container image `sbx-test` offline: busybox-static, build/sbx, build/sbx-netd,
-# build/libsbx_session_setup.so, build/sbx-serve when built, the pods' probe (sbx-probe.sh) and the shared libraries they
-# load, imported into podman from a tar stream (no registry pulls). Without --with-images the
-# Python image is not copied in: tools/container/matrix.sh binds /var/cache/sbx/images
-# read-only, as an operator would mount a volume. With --with-images the default Python image
-# is copied in, so the container is self-contained as a Kubernetes pod's must be
-# (deploy/kubernetes/). $SBX_BUILD_DIR picks the build (default build/), $SBX_CONTAINER_IMAGE
-# the name, $SBX_CONTAINER_LABEL an optional `sbx.content` label (tools/container/kube_play.sh
-# uses it to rebuild only on a change).
+# build/libsbx_session_setup.so, build/sbx-serve when built, the pods' probe (sbx-probe.sh)
+# and the shared libraries they load, imported into podman from a tar stream (no registry
+# pulls). Without --with-images the Python image is not copied in: tools/container/matrix.sh
+# binds /var/cache/sbx/images read-only, as an operator would mount a volume. With
+# --with-images the default Python image is copied in, so the container is self-contained as
+# a Kubernetes pod's must be (deploy/kubernetes/). $SBX_BUILD_DIR picks the build (default
+# build/), $SBX_CONTAINER_IMAGE the name, $SBX_CONTAINER_LABEL an optional `sbx.content` label
+# (tools/container/kube_play.sh uses it to rebuild only on a change).
 # Usage: build.sh [--with-images]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
