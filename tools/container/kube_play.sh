@@ -28,7 +28,7 @@ if [[ ${SBX_KUBE_PLAY_INNER:-} != 1 ]]; then
       { echo "kube_play.sh: $tool is missing (apt-get install podman runc)" >&2; exit 1; }
   done
   # The container image, rebuilt only when the programs or the Python image changed.
-  label=$(cat "$build/sbx" "$build/sbx-serve" "$build/sbx-netd" \
+  label=$(cat "$build/sbx" "$build/sbx-serve" "$build/sbx-netd" "$build/libsbx_session_setup.so" \
     "$root/tools/container/sbx-probe.sh" | sha256sum | cut -c1-16)
   label+=-$(readlink /var/cache/sbx/images/default)
   have=$(podman image inspect --format '{{index .Labels "sbx.content"}}' "$image" 2>/dev/null ||
