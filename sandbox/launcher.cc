@@ -169,21 +169,22 @@ Result<void> PlanTheSandbox(const RunSpec& spec, const OpenImage& image, const W
                             ChildPlan& plan) {
   const Policy& policy = spec.policy;
   plan.set_up_loopback = policy.network != NetworkMode::kHost;
-  plan.mounts = PrepareMountsInParent(image.path, image.fd.get(), workspace ? workspace->path : std::string(),
-                                      workspace ? workspace->fd.get() : -1, policy.limits);
+  RootExtras extras;
   if (allowlist) {
     plan.capture = allowlist->plan();
     // The stub DNS of sbx-netd answers on the sandbox's own loopback (a capture socket).
-    plan.mounts.resolv_conf = "nameserver 127.0.0.1\noptions attempts:2 timeout:2\n";
-    plan.mounts.ca_bundle = allowlist->trust().sandbox_bundle();
+    extras.resolv_conf = "nameserver 127.0.0.1\noptions attempts:2 timeout:2\n";
+    extras.ca_bundle = allowlist->trust().sandbox_bundle();
   }
   if (spec.zygote_keeps_namespace_capabilities) {
     if (!plan.root_mode) {
       return InvalidInput("zygote: the warm pool needs sbx to run as root (root-mode id mapping)");
     }
     plan.keep_namespace_capabilities = true;
-    plan.mounts.expose_image_at = kZygoteImageDir;
+    extras.expose_image_at = kZygoteImageDir;
   }
+  plan.mounts = PrepareMountsInParent(image.path, image.fd.get(), workspace ? workspace->path : std::string(),
+                                      workspace ? workspace->fd.get() : -1, policy.limits, std::move(extras));
   plan.rlimits = PlanRlimits(policy.limits, enforced.memory, enforced.pids);
   if (allowlist && !allowlist->sandbox_env().empty()) {
     // The trust bundle's variables, the placeholders and the proxy variables; the policy's env

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "sandbox/isolation/userns.h"
 
@@ -211,8 +212,9 @@ const ProcMasks& SandboxProcMasks() {
 
 MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
                                 const std::string& workspace_path, int workspace_fd,
-                                const Limits& limits) {
+                                const Limits& limits, RootExtras extras) {
   MountPlan plan;
+  plan.extras = std::move(extras);
   plan.image_path = image_path;
   plan.workspace_path = workspace_path;
   plan.image_fd = image_fd;
@@ -275,10 +277,10 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
     errno = err;
     return Fail(ChildStep::kMountOverlay, failed_step);
   }
-  if (!plan.expose_image_at.empty()) {
+  if (!plan.extras.expose_image_at.empty()) {
     // "root" + the absolute path; mkdir in the overlay only copies up its parent.
     char target[96];
-    ::snprintf(target, sizeof(target), "root%s", plan.expose_image_at.c_str());
+    ::snprintf(target, sizeof(target), "root%s", plan.extras.expose_image_at.c_str());
     if (::mkdir(target, 0755) != 0 || ::mount("lower", target, nullptr, MS_BIND | MS_REC, nullptr) != 0)
       return Fail(ChildStep::kMountImage, failed_step);
     if (int err = BindRemount(target, MS_RDONLY | kSafe)) {
@@ -286,14 +288,14 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
       return Fail(ChildStep::kMountImage, failed_step);
     }
   }
-  if (!plan.resolv_conf.empty()) {
-    if (int err = BindGeneratedFile(plan.resolv_conf, "resolv.conf", "root/etc/resolv.conf")) {
+  if (!plan.extras.resolv_conf.empty()) {
+    if (int err = BindGeneratedFile(plan.extras.resolv_conf, "resolv.conf", "root/etc/resolv.conf")) {
       errno = err;
       return Fail(ChildStep::kResolvConf, failed_step);
     }
   }
-  if (!plan.ca_bundle.empty()) {
-    if (int err = BindGeneratedFile(plan.ca_bundle, "ca-certificates.crt",
+  if (!plan.extras.ca_bundle.empty()) {
+    if (int err = BindGeneratedFile(plan.extras.ca_bundle, "ca-certificates.crt",
                                     "root/etc/ssl/certs/ca-certificates.crt")) {
       errno = err;
       return Fail(ChildStep::kCaBundle, failed_step);

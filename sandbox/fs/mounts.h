@@ -1,7 +1,7 @@
 // Mount namespace contents: the overlay root, /workspace, /proc, /dev, /tmp, then pivot_root.
 //
 // Usage:
-//   1. Parent: `auto plan = PrepareMountsInParent(image_fd, workspace_fd, limits);` formats
+//   1. Parent: `auto plan = PrepareMountsInParent(image, workspace, limits, extras);` formats
 //      every path and option string up front (the child must not allocate).
 //   2. Child, in its new user+mount namespace, still holding its namespace capabilities:
 //      `ApplyMountsInChild(plan, &step)` returns 0 or an errno, with `step` naming what
@@ -32,6 +32,20 @@
 
 namespace sbx {
 
+// What the sandbox's root gets beyond the image's own files, decided by the run before its
+// mounts are planned (the network allowlist's files, the zygote's view of the image).
+struct RootExtras {
+  // Non-empty (a zygote run): the image is also bound read-only, nosuid, nodev at this path
+  // of the new root, so the zygote's sessions can use it as their own overlay's lower layer.
+  std::string expose_image_at;
+  // Non-empty (network allowlist): written to the scratch and bound read-only over the
+  // image's /etc/resolv.conf, which must be a regular file there.
+  std::string resolv_conf;
+  // Non-empty (inject rules or extra CAs): the same, over the image's CA bundle
+  // (kSandboxCaBundlePath in network_trust.h), which must be a regular file there.
+  std::string ca_bundle;
+};
+
 struct MountPlan {
   // Canonical paths, re-opened in the child (a bind mount's source must belong to the
   // child's own mount namespace) without following any symlink, and checked against the
@@ -46,15 +60,7 @@ struct MountPlan {
   std::string overlay_options;
   std::string tmp_options;
   std::string shm_options;
-  // Non-empty (a zygote run): the image is also bound read-only, nosuid, nodev at this path
-  // of the new root, so the zygote's sessions can use it as their own overlay's lower layer.
-  std::string expose_image_at;
-  // Non-empty (network allowlist): written to the scratch and bound read-only over the
-  // image's /etc/resolv.conf, which must be a regular file there.
-  std::string resolv_conf;
-  // Non-empty (inject rules or extra CAs): the same, over the image's CA bundle
-  // (kSandboxCaBundlePath in network_trust.h), which must be a regular file there.
-  std::string ca_bundle;
+  RootExtras extras;
 };
 
 // The /proc entries every sandbox masks (the cold path here, pooled sessions in the zygote,
@@ -68,9 +74,10 @@ struct ProcMasks {
 const ProcMasks& SandboxProcMasks();
 
 // workspace_fd -1 (and an empty path): the run's /workspace is a tmpfs that dies with it.
+// The plan is complete when made: `extras` are part of it.
 MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
                                 const std::string& workspace_path, int workspace_fd,
-                                const Limits& limits);
+                                const Limits& limits, RootExtras extras = {});
 
 // The image and workspace re-opened in the child's mount namespace.
 struct MountSources {
