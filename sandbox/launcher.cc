@@ -26,6 +26,7 @@
 #include "sandbox/launch/outer_run.h"
 #include "sandbox/launch/output_forwarder.h"
 #include "sandbox/launch/reap_later.h"
+#include "sandbox/launch/run_layers.h"
 #include "sandbox/launch/supervisor.h"
 #include "sandbox/net/allowlist_run.h"
 #include "sandbox/workspace/workspace.h"
@@ -149,17 +150,6 @@ Result<ChildChannels> OpenChildChannels(int stdin_fd) {
     channels.stdin_fd = channels.dev_null.get();
   }
   return channels;
-}
-
-// The compiled filter, or null (listed in `degraded`) when it cannot be had and the policy
-// accepts losing it.
-Result<const SeccompProgram*> SeccompForPolicy(const Policy& policy, std::vector<std::string>* degraded) {
-  auto compiled = CompileSeccompProgram(SeccompOptions{});
-  if (compiled) return *compiled;
-  if (!policy.AllowsDegraded(Layer::kSeccomp))
-    return compiled.error().Context("seccomp (required; allow_degraded may list \"seccomp\")");
-  degraded->push_back("seccomp");
-  return static_cast<const SeccompProgram*>(nullptr);
 }
 
 // The rest of step 2 for what the child builds: its mounts, network capture, rlimits,
@@ -337,19 +327,18 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
 
   // 2. Everything the child needs, prepared here because the child must not allocate.
   ChildPlan plan;
-  auto seccomp = SeccompForPolicy(policy, &result.degraded);
-  if (!seccomp) return seccomp.error();
   auto capabilities = PrepareCapabilitiesInParent();
   if (!capabilities) return capabilities.error();
   auto runner_strings = FindRunnerStringsInParent();
   if (!runner_strings) return runner_strings.error().Context("the runner's command line");
   plan.runner_strings = *runner_strings;
 
-  // 3. The cgroup, or rlimits when the policy accepts losing it.
-  SBX_ASSIGN_OR_RETURN(auto created, CreateCgroupForPolicy(result.run_id, policy,
-                                                           spec.cgroup_options, &result.degraded));
-  std::optional<RunCgroup> cgroup = std::move(created);
-  const CgroupEnforcement enforced = cgroup ? cgroup->enforcement() : CgroupEnforcement{};
+  // 2-3. The seccomp program and the cgroup, or what stands in where the policy accepts
+  //      losing one (rlimits for the cgroup).
+  SBX_ASSIGN_OR_RETURN(RunLayers layers, DecideRunLayers(result.run_id, policy, spec.cgroup_options));
+  result.degraded = layers.degraded;
+  std::optional<RunCgroup>& cgroup = layers.cgroup;
+  const CgroupEnforcement enforced = layers.enforcement();
 
   // A held workspace is the caller's; without any, /workspace is a tmpfs inside the sandbox
   // (nothing to create on the host's disk, nothing to remove, nothing to copy back).
@@ -383,7 +372,7 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   plan.stdout_fd = out_pipe.write.get();
   plan.stderr_fd = err_pipe.write.get();
   plan.capabilities = *capabilities;
-  plan.seccomp = *seccomp;
+  plan.seccomp = layers.seccomp;
   if (outer) {
     PlanOuterRun(spec, *run_workspace, *area, enforced, plan);
   } else {

@@ -20,6 +20,7 @@
 #include "sandbox/isolation/capabilities.h"
 #include "sandbox/isolation/rlimits.h"
 #include "sandbox/isolation/userns.h"
+#include "sandbox/launch/run_layers.h"
 #include "sandbox/seccomp/seccomp_filter.h"
 #include "src/executor/frame_channel.h"
 
@@ -285,10 +286,10 @@ Result<std::unique_ptr<PooledDriver>> Zygote::Spawn(const Workspace& workspace, 
                          " sessions are alive, the most this pool holds (max_sessions); end one first, or "
                          "create the pool with a larger max_sessions");
   }
-  std::vector<std::string> degraded;
-  auto created = CreateCgroupForPolicy(NewRunId(), options_.policy, options_.cgroup_options, &degraded);
-  if (!created) return created.error().Context("pooled session");
-  std::optional<RunCgroup> cgroup = std::move(*created);
+  // The filter is the zygote's (ConfigJson): a pooled session never runs without it.
+  auto layers = DecideRunLayers(NewRunId(), options_.policy, options_.cgroup_options, {.seccomp = false});
+  if (!layers) return layers.error().Context("pooled session");
+  std::optional<RunCgroup> cgroup = std::move(layers->cgroup);
   const CgroupEnforcement enforced = cgroup ? cgroup->enforcement() : CgroupEnforcement{};
   RlimitPlan rlimits = PlanRlimits(options_.policy.limits, enforced.memory, enforced.pids);
 
@@ -308,7 +309,7 @@ Result<std::unique_ptr<PooledDriver>> Zygote::Spawn(const Workspace& workspace, 
   int off = 0;
   (void)::setsockopt(host.get(), SOL_SOCKET, SO_PASSCRED, &off, sizeof off);
   auto driver = std::make_unique<PooledDriver>(UniqueFd(host.release()), std::move(pidfd), *pid,
-                                               std::move(cgroup), std::move(degraded), std::move(*slot));
+                                               std::move(cgroup), std::move(layers->degraded), std::move(*slot));
   // From here on, any failure destroys `driver`: the session is killed through its pidfd and
   // its cgroup removed.
   if (auto placed = driver->PlaceInCgroup(); !placed) return placed.error().Context("pooled session");

@@ -8,7 +8,7 @@
 //      configuration (the compiled seccomp program, the /proc masks, tmpfs sizes, the sandbox
 //      uid, the highest capability) and waits until it has imported the stack.
 //   2. `zygote->Spawn(workspace)` for a directory directly under `workspaces_root`: creates
-//      the session's cgroup (CreateCgroupForPolicy, as the cold path), sends the request with
+//      the session's cgroup (DecideRunLayers, as the cold path), sends the request with
 //      the session's socket and an O_PATH fd of its workspace (SCM_RIGHTS), learns the
 //      session's host pid from the credentials the kernel attaches to its first byte
 //      (SO_PASSCRED), holds it with a pidfd, moves it into the cgroup while it builds its
