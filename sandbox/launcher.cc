@@ -157,7 +157,7 @@ Result<ChildChannels> OpenChildChannels(int stdin_fd) {
 Result<void> PlanTheSandbox(const RunSpec& spec, const OpenImage& image, const Workspace* workspace,
                             const AllowlistRun* allowlist, const CgroupEnforcement& enforced,
                             ChildPlan& plan) {
-  const Policy& policy = spec.policy;
+  const Policy& policy = spec.policy.get();
   plan.set_up_loopback = policy.network != NetworkMode::kHost;
   RootExtras extras;
   if (allowlist) {
@@ -199,8 +199,8 @@ void PlanOuterRun(const RunSpec& spec, const Workspace& workspace, const OuterAr
   plan.workspace_fd = workspace.fd.get();
   plan.root_mode = true;  // sbx is root: setgroups(0) sheds its groups
   plan.set_up_loopback = false;
-  plan.rlimits = PlanRlimits(spec.policy.limits, enforced.memory, enforced.pids);
-  plan.env_storage = OuterEnvironment(spec.policy.env, workspace.path, area.tmp_dir());
+  plan.rlimits = PlanRlimits(spec.policy->limits, enforced.memory, enforced.pids);
+  plan.env_storage = OuterEnvironment(spec.policy->env, workspace.path, area.tmp_dir());
   plan.argv_storage = spec.argv;
   plan.exec_candidates = ExecCandidates(spec.argv[0], plan.env_storage);
   plan.Seal();
@@ -298,10 +298,10 @@ struct RunInputs {
   std::optional<Workspace> opened_workspace;
 };
 
-// 1. Validate the command; verify and open the image; open the workspace.
+// 1. Validate the command (the policy was checked when it was made: ValidPolicy); verify and
+//    open the image; open the workspace.
 Result<RunInputs> OpenRunInputs(const RunSpec& spec) {
-  const Policy& policy = spec.policy;
-  SBX_TRY(ValidatePolicy(policy));
+  const Policy& policy = spec.policy.get();
   SBX_TRY(ValidateArgv(spec.argv));
   RunInputs inputs;
   // Outer: the container runtime isolates; no image, no id maps (launcher.h, O1).
@@ -345,7 +345,7 @@ struct PreparedRun {
 //      layers (with result.degraded), O3's private area and sbx-netd, ready before the child.
 Result<void> PrepareRun(const RunSpec& spec, const RunInputs& inputs, RunResult& result,
                         PreparedRun& run) {
-  const Policy& policy = spec.policy;
+  const Policy& policy = spec.policy.get();
   ChildPlan& plan = run.plan;
   SBX_ASSIGN_OR_RETURN(auto capabilities, PrepareCapabilitiesInParent());
   auto runner_strings = FindRunnerStringsInParent();
@@ -454,7 +454,7 @@ Result<void> HandOverToChild(const std::optional<IdMapping>& mapping, PreparedRu
 // 21-22. Supervise, reap, account, clean up; the typed result.
 void SuperviseAndCollect(const RunSpec& spec, bool outer, PreparedRun& run, const StartedChild& started,
                          RunResult& result) {
-  const Policy& policy = spec.policy;
+  const Policy& policy = spec.policy.get();
   std::optional<RunCgroup>& cgroup = run.layers.cgroup;
   // Forwarding threads start only now, after clone(): they are not copied into the child.
   // (Other threads may exist, such as an earlier run's reaper or a library user's own: the
@@ -501,14 +501,14 @@ void SuperviseAndCollect(const RunSpec& spec, bool outer, PreparedRun& run, cons
 Result<RunResult> RunSandboxed(const RunSpec& spec) {
   RunResult result;
   result.run_id = NewRunId();
-  // 1. Validate everything and open the inputs before creating anything.
+  // 1. Check the command and open the inputs before creating anything.
   SBX_ASSIGN_OR_RETURN(RunInputs inputs, OpenRunInputs(spec));
   // 2-3. The child's plan, its layers (cgroup or rlimits, seccomp), an outer run's private area
   //      (O3), sbx-netd and the channels to the child.
   PreparedRun run;
   SBX_TRY(PrepareRun(spec, inputs, result, run));
   // 4. clone3 into the namespaces (outer: none, O4).
-  SBX_ASSIGN_OR_RETURN(StartedChild child, CloneChild(spec.policy, inputs.outer, run));
+  SBX_ASSIGN_OR_RETURN(StartedChild child, CloneChild(spec.policy.get(), inputs.outer, run));
   // 5. Id maps, cgroup placement, the allowlist's sockets: the child is handed over.
   SBX_TRY(HandOverToChild(inputs.mapping, run, child));
   // 21-22. Supervise, reap, account, clean up.

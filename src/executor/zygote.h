@@ -38,7 +38,7 @@
 namespace sbx::executor {
 
 struct ZygoteOptions {
-  Policy policy;           // limits of the zygote and of each session (network must be none)
+  ValidPolicy policy;      // limits of the zygote and of each session (network must be none)
   std::string image_dir;   // verified by the launcher
   CgroupOptions cgroup_options;
   double session_idle_seconds = 900;
