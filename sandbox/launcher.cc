@@ -29,6 +29,7 @@
 #include "sandbox/launch/outer_run.h"
 #include "sandbox/launch/output_forwarder.h"
 #include "sandbox/launch/reap_later.h"
+#include "sandbox/launch/run_layers.h"
 #include "sandbox/launch/supervisor.h"
 #include "sandbox/net/allowlist_run.h"
 #include "sandbox/workspace/workspace.h"
@@ -180,40 +181,33 @@ Result<SessionLibrary> OpenSessionLibrary() {
   return library;
 }
 
-// The compiled filter, or null (listed in `degraded`) when it cannot be had and the policy
-// accepts losing it.
-Result<const SeccompProgram*> SeccompForPolicy(const Policy& policy, std::vector<std::string>* degraded) {
-  auto compiled = CompileSeccompProgram(SeccompOptions{});
-  if (compiled) return *compiled;
-  if (!policy.AllowsDegraded(Layer::kSeccomp))
-    return compiled.error().Context("seccomp (required; allow_degraded may list \"seccomp\")");
-  degraded->push_back("seccomp");
-  return static_cast<const SeccompProgram*>(nullptr);
-}
-
 // The rest of step 2 for what the child builds: its mounts, network capture, rlimits,
 // environment and program. `plan` already holds its descriptors, ids and filters.
 Result<void> PlanTheSandbox(const RunSpec& spec, const OpenImage& image, const Workspace* workspace,
-                            const AllowlistRun* allowlist, const CgroupEnforcement& enforced,
-                            ChildPlan& plan) {
-  const Policy& policy = spec.policy;
+                            const SessionLibrary* session_library, const AllowlistRun* allowlist,
+                            const CgroupEnforcement& enforced, ChildPlan& plan) {
+  const Policy& policy = spec.policy.get();
   plan.set_up_loopback = policy.network != NetworkMode::kHost;
-  plan.mounts = PrepareMountsInParent(image.path, image.fd.get(), workspace ? workspace->path : std::string(),
-                                      workspace ? workspace->fd.get() : -1, policy.limits);
+  RootExtras extras;
   if (allowlist) {
     plan.capture = allowlist->plan();
     // The stub DNS of sbx-netd answers on the sandbox's own loopback (a capture socket).
-    plan.mounts.resolv_conf = "nameserver 127.0.0.1\noptions attempts:2 timeout:2\n";
-    plan.mounts.ca_bundle = allowlist->trust().sandbox_bundle();
+    extras.resolv_conf = "nameserver 127.0.0.1\noptions attempts:2 timeout:2\n";
+    extras.ca_bundle = allowlist->trust().sandbox_bundle();
   }
   if (spec.zygote_keeps_namespace_capabilities) {
     if (!plan.root_mode) {
       return InvalidInput("zygote: the warm pool needs sbx to run as root (root-mode id mapping)");
     }
+    if (session_library == nullptr) return InvalidInput("zygote: the pooled sessions' library is not open");
     plan.keep_namespace_capabilities = true;
-    plan.mounts.expose_image_at = kZygoteImageDir;
-    plan.mounts.expose_library_at = kZygoteSessionLibrary;
+    extras.expose_image_at = kZygoteImageDir;
+    extras.expose_library_at = kZygoteSessionLibrary;
+    extras.library_path = session_library->path;
+    extras.library_fd = session_library->fd.get();
   }
+  plan.mounts = PrepareMountsInParent(image.path, image.fd.get(), workspace ? workspace->path : std::string(),
+                                      workspace ? workspace->fd.get() : -1, policy.limits, std::move(extras));
   plan.rlimits = PlanRlimits(policy.limits, enforced.memory, enforced.pids);
   if (allowlist && !allowlist->sandbox_env().empty()) {
     // The trust bundle's variables, the placeholders and the proxy variables; the policy's env
@@ -238,8 +232,8 @@ void PlanOuterRun(const RunSpec& spec, const Workspace& workspace, const OuterAr
   plan.workspace_fd = workspace.fd.get();
   plan.root_mode = true;  // sbx is root: setgroups(0) sheds its groups
   plan.set_up_loopback = false;
-  plan.rlimits = PlanRlimits(spec.policy.limits, enforced.memory, enforced.pids);
-  plan.env_storage = OuterEnvironment(spec.policy.env, workspace.path, area.tmp_dir());
+  plan.rlimits = PlanRlimits(spec.policy->limits, enforced.memory, enforced.pids);
+  plan.env_storage = OuterEnvironment(spec.policy->env, workspace.path, area.tmp_dir());
   plan.argv_storage = spec.argv;
   plan.exec_candidates = ExecCandidates(spec.argv[0], plan.env_storage);
   plan.Seal();
@@ -328,112 +322,125 @@ std::vector<Enforcement> DescribeOuterEnforcement(const CgroupEnforcement& enfor
   return lines;
 }
 
-}  // namespace
+// What step 1 opens before anything is created: the image and the id mapping (none for an outer
+// run: O1) and the workspace the spec names by path.
+struct RunInputs {
+  bool outer = false;
+  std::optional<OpenImage> image;
+  std::optional<IdMapping> mapping;
+  std::optional<Workspace> opened_workspace;
+  std::optional<SessionLibrary> session_library;  // a zygote run's
+};
 
-Result<RunResult> RunSandboxed(const RunSpec& spec) {
-  RunResult result;
-  result.run_id = NewRunId();
-  const Policy& policy = spec.policy;
-  // 1. Validate everything before creating anything.
-  SBX_TRY(ValidatePolicy(policy));
+// 1. Validate the command (the policy was checked when it was made: ValidPolicy); verify and
+//    open the image; open the workspace.
+Result<RunInputs> OpenRunInputs(const RunSpec& spec) {
+  const Policy& policy = spec.policy.get();
   SBX_TRY(ValidateArgv(spec.argv));
+  RunInputs inputs;
   // Outer: the container runtime isolates; no image, no id maps (launcher.h, O1).
-  const bool outer = policy.isolation == Isolation::kOuter;
-  if (outer) {
+  inputs.outer = policy.isolation == Isolation::kOuter;
+  if (inputs.outer) {
     if (spec.zygote_keeps_namespace_capabilities)
       return InvalidInput("zygote: needs isolation \"namespaces\"");
     SBX_TRY(CheckOuterRunner());
-  }
-  std::optional<OpenImage> image;
-  std::optional<IdMapping> mapping;
-  if (!outer) {
+  } else {
     // An explicit image_dir wins over the policy's image (the default when it names none).
     SBX_ASSIGN_OR_RETURN(auto image_dir, spec.image_dir.empty()
                                              ? ResolveImageDir(policy.image)
                                              : Result<std::string>(spec.image_dir));
     SBX_ASSIGN_OR_RETURN(auto opened, OpenVerifiedImage(image_dir));
-    image = std::move(opened);
+    inputs.image = std::move(opened);
     SBX_ASSIGN_OR_RETURN(auto computed, ComputeIdMapping(::geteuid(), ::getegid()));
-    mapping = computed;
+    inputs.mapping = computed;
+    if (spec.zygote_keeps_namespace_capabilities) {
+      SBX_ASSIGN_OR_RETURN(auto library, OpenSessionLibrary());
+      inputs.session_library = std::move(library);
+    }
   }
-  std::optional<SessionLibrary> session_library;
-  if (spec.zygote_keeps_namespace_capabilities && !outer) {
-    SBX_ASSIGN_OR_RETURN(auto opened, OpenSessionLibrary());
-    session_library = std::move(opened);
-  }
-  std::optional<Workspace> workspace;
   if (spec.held_workspace != nullptr) {
     if (spec.held_workspace->fd.get() < 0) return InvalidInput("held_workspace: not open");
   } else if (!spec.workspace_dir.empty()) {
     SBX_ASSIGN_OR_RETURN(auto opened, OpenWorkspace(spec.workspace_dir));
-    workspace = std::move(opened);
+    inputs.opened_workspace = std::move(opened);
   }
+  return inputs;
+}
 
-  // 2. Everything the child needs, prepared here because the child must not allocate.
+// What a run holds on the host from step 2 on: its layers, an outer run's private area,
+// sbx-netd, the channels to the child, and the plan the child follows (which points into them,
+// so this stays where it was made).
+struct PreparedRun {
+  RunLayers layers;
+  CgroupEnforcement enforced;
+  std::optional<OuterArea> area;
+  std::unique_ptr<AllowlistRun> allowlist;
+  ChildChannels channels;
   ChildPlan plan;
-  auto seccomp = SeccompForPolicy(policy, &result.degraded);
-  if (!seccomp) return seccomp.error();
-  auto capabilities = PrepareCapabilitiesInParent();
-  if (!capabilities) return capabilities.error();
+};
+
+// 2-3. Everything the child needs, prepared here because the child must not allocate; the
+//      layers (with result.degraded), O3's private area and sbx-netd, ready before the child.
+Result<void> PrepareRun(const RunSpec& spec, const RunInputs& inputs, RunResult& result,
+                        PreparedRun& run) {
+  const Policy& policy = spec.policy.get();
+  ChildPlan& plan = run.plan;
+  SBX_ASSIGN_OR_RETURN(auto capabilities, PrepareCapabilitiesInParent());
   auto runner_strings = FindRunnerStringsInParent();
   if (!runner_strings) return runner_strings.error().Context("the runner's command line");
   plan.runner_strings = *runner_strings;
-
-  // 3. The cgroup, or rlimits when the policy accepts losing it.
-  SBX_ASSIGN_OR_RETURN(auto created, CreateCgroupForPolicy(result.run_id, policy,
-                                                           spec.cgroup_options, &result.degraded));
-  std::optional<RunCgroup> cgroup = std::move(created);
-  const CgroupEnforcement enforced = cgroup ? cgroup->enforcement() : CgroupEnforcement{};
-
+  // The seccomp program and the cgroup, or what stands in where the policy accepts losing one.
+  SBX_ASSIGN_OR_RETURN(run.layers, DecideRunLayers(result.run_id, policy, spec.cgroup_options));
+  result.degraded = run.layers.degraded;
+  run.enforced = run.layers.enforcement();
   // A held workspace is the caller's; without any, /workspace is a tmpfs inside the sandbox
   // (nothing to create on the host's disk, nothing to remove, nothing to copy back).
-  const Workspace* run_workspace = spec.held_workspace ? spec.held_workspace : workspace ? &*workspace : nullptr;
+  const Workspace* workspace = spec.held_workspace          ? spec.held_workspace
+                               : inputs.opened_workspace ? &*inputs.opened_workspace
+                                                         : nullptr;
   // O3. Outer: the private area (TMPDIR; the workspace when none was given) on the host.
-  std::optional<OuterArea> area;
-  if (outer) {
-    SBX_ASSIGN_OR_RETURN(auto created_area, OuterArea::Create(run_workspace == nullptr));
-    area.emplace(std::move(created_area));
-    if (run_workspace == nullptr) run_workspace = area->workspace();
+  if (inputs.outer) {
+    SBX_ASSIGN_OR_RETURN(auto created_area, OuterArea::Create(workspace == nullptr));
+    run.area.emplace(std::move(created_area));
+    if (workspace == nullptr) workspace = run.area->workspace();
   }
-
-  // 3. Network allowlist: the audit log and sbx-netd, ready before the child exists.
-  std::unique_ptr<AllowlistRun> allowlist;
+  // Network allowlist: the audit log and sbx-netd, ready before the child exists.
   if (policy.network == NetworkMode::kAllowlist) {
     SBX_ASSIGN_OR_RETURN(
-        auto started, AllowlistRun::Start(policy.network_allowlist,
-                                          {spec.netd_binary, spec.network_log_path, result.run_id,
-                                           image ? image->fd.get() : -1}));
-    allowlist = std::move(started);
+        run.allowlist, AllowlistRun::Start(policy.network_allowlist,
+                                           {spec.netd_binary, spec.network_log_path, result.run_id,
+                                            inputs.image ? inputs.image->fd.get() : -1}));
   }
-
-  SBX_ASSIGN_OR_RETURN(auto channels, OpenChildChannels(spec.stdin_fd));
-  Pipe& out_pipe = channels.out;
-  Pipe& err_pipe = channels.err;
-  UniqueFd& sync_parent = channels.sync_parent;
-  UniqueFd& sync_child = channels.sync_child;
-  plan.sync_fd = sync_child.get();
-  plan.parent_sync_fd = sync_parent.get();
-  plan.stdin_fd = channels.stdin_fd;
-  plan.stdout_fd = out_pipe.write.get();
-  plan.stderr_fd = err_pipe.write.get();
-  plan.capabilities = *capabilities;
-  plan.seccomp = *seccomp;
-  if (outer) {
-    PlanOuterRun(spec, *run_workspace, *area, enforced, plan);
-  } else {
-    plan.root_mode = mapping->root_mode;
-    SBX_TRY(PlanTheSandbox(spec, *image, run_workspace, allowlist.get(), enforced, plan));
-    if (session_library) {
-      plan.mounts.library_path = session_library->path;
-      plan.mounts.library_fd = session_library->fd.get();
-    }
+  SBX_ASSIGN_OR_RETURN(run.channels, OpenChildChannels(spec.stdin_fd));
+  plan.sync_fd = run.channels.sync_child.get();
+  plan.parent_sync_fd = run.channels.sync_parent.get();
+  plan.stdin_fd = run.channels.stdin_fd;
+  plan.stdout_fd = run.channels.out.write.get();
+  plan.stderr_fd = run.channels.err.write.get();
+  plan.capabilities = capabilities;
+  plan.seccomp = run.layers.seccomp;
+  if (inputs.outer) {
+    PlanOuterRun(spec, *workspace, *run.area, run.enforced, plan);
+    return Ok{};
   }
+  plan.root_mode = inputs.mapping->root_mode;
+  return PlanTheSandbox(spec, *inputs.image, workspace, inputs.session_library ? &*inputs.session_library : nullptr,
+                        run.allowlist.get(), run.enforced, plan);
+}
 
-  // 4. The namespaces (outer: none, O4).
+// The child once cloned: its pid and the pidfd that holds it.
+struct StartedChild {
+  pid_t pid = -1;
+  UniqueFd pidfd;
+};
+
+// 4. The namespaces (outer: none, O4). The clone's copy of the runner becomes the child.
+Result<StartedChild> CloneChild(const Policy& policy, bool outer, PreparedRun& run) {
   uint64_t flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
   if (policy.network != NetworkMode::kHost) flags |= CLONE_NEWNET;
   if (outer) flags = 0;
   int pidfd_raw = -1;
+  const std::optional<RunCgroup>& cgroup = run.layers.cgroup;
   pid_t pid = CloneSandbox(flags, cgroup ? cgroup->CloneIntoFd() : -1, &pidfd_raw);
   if (pid < 0) {
     const int err = errno;
@@ -445,38 +452,49 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
     return error;
   }
   if (pid == 0) {
-    if (outer) OuterChildMain(plan);
-    SandboxChildMain(plan);
+    if (outer) OuterChildMain(run.plan);
+    SandboxChildMain(run.plan);
   }
-  UniqueFd pidfd(pidfd_raw);
-  sync_child.reset();
-  if (allowlist) allowlist->ChildStarted();
-  out_pipe.write.reset();
-  err_pipe.write.reset();
+  run.channels.sync_child.reset();
+  if (run.allowlist) run.allowlist->ChildStarted();
+  run.channels.out.write.reset();
+  run.channels.err.write.reset();
+  return StartedChild{pid, UniqueFd(pidfd_raw)};
+}
 
-  // 5. Id maps, "ids mapped", v1 cgroup placement, "cgroup placed". On failure the child is
-  //    killed and reaped.
+// 5. Id maps, "ids mapped", v1 cgroup placement, "cgroup placed", the allowlist's capture
+//    sockets. On failure the child is killed and reaped.
+Result<void> HandOverToChild(const std::optional<IdMapping>& mapping, PreparedRun& run,
+                             const StartedChild& child) {
   auto abort_child = [&](const Error& error) -> Error {
-    KillAndWaitForChild(pid, pidfd.get());
+    KillAndWaitForChild(child.pid, child.pidfd.get());
     return error;
   };
-  auto tell_child = [&](char message) { return ::write(sync_parent.get(), &message, 1) == 1; };
+  auto tell_child = [&](char message) { return ::write(run.channels.sync_parent.get(), &message, 1) == 1; };
   if (mapping) {
-    if (auto maps = WriteIdMapsInParent(pid, *mapping); !maps)
+    if (auto maps = WriteIdMapsInParent(child.pid, *mapping); !maps)
       return abort_child(maps.error().Context("user namespace"));
   }
   if (!tell_child('i')) return abort_child(SysError(ErrorCode::kSetupFailed, "sync write"));
+  std::optional<RunCgroup>& cgroup = run.layers.cgroup;
   if (cgroup && cgroup->CloneIntoFd() < 0) {
-    if (auto added = cgroup->AddProcessInParent(pid); !added) return abort_child(added.error().Context("cgroup"));
+    if (auto added = cgroup->AddProcessInParent(child.pid); !added)
+      return abort_child(added.error().Context("cgroup"));
   }
   if (!tell_child('c')) return abort_child(SysError(ErrorCode::kSetupFailed, "sync write"));
-  if (allowlist) {
+  if (run.allowlist) {
     // A child that failed before sending its sockets reports why through the sync socket.
     bool child_failed = false;
-    if (auto handed = allowlist->HandOver(&child_failed); !handed) return abort_child(handed.error());
+    if (auto handed = run.allowlist->HandOver(&child_failed); !handed) return abort_child(handed.error());
   }
+  return Ok{};
+}
 
-  // 21-22. Supervise, reap, account, clean up.
+// 21-22. Supervise, reap, account, clean up; the typed result.
+void SuperviseAndCollect(const RunSpec& spec, bool outer, PreparedRun& run, const StartedChild& started,
+                         RunResult& result) {
+  const Policy& policy = spec.policy.get();
+  std::optional<RunCgroup>& cgroup = run.layers.cgroup;
   // Forwarding threads start only now, after clone(): they are not copied into the child.
   // (Other threads may exist, such as an earlier run's reaper or a library user's own: the
   // child's code up to execve is async-signal-safe, so none of their locks matter.)
@@ -487,8 +505,9 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
   }
   OutputCapture out(policy.limits.output_bytes, forward_out ? &*forward_out : nullptr);
   OutputCapture err(policy.limits.output_bytes, forward_err ? &*forward_err : nullptr);
-  SupervisedChild child{pid, pidfd.get(), sync_parent.get(), out_pipe.read.get(), err_pipe.read.get(),
-                        spec.cancel_fd, allowlist ? allowlist->helper_fd() : -1, outer};
+  SupervisedChild child{started.pid, started.pidfd.get(), run.channels.sync_parent.get(),
+                        run.channels.out.read.get(), run.channels.err.read.get(), spec.cancel_fd,
+                        run.allowlist ? run.allowlist->helper_fd() : -1, outer};
   auto kill_all = [&cgroup] {
     if (cgroup) cgroup->KillAll();
   };
@@ -500,20 +519,39 @@ Result<RunResult> RunSandboxed(const RunSpec& spec) {
     if (cgroup) {
       ReapInit(child, outcome);
     } else {
-      ReapLater(pid);
+      ReapLater(started.pid);
     }
   }
-  if (allowlist) allowlist->RequestStop();  // netd's summary and exit overlap what follows
+  if (run.allowlist) run.allowlist->RequestStop();  // netd's summary and exit overlap what follows
   if (forward_out) forward_out->Close();
   if (forward_err) forward_err->Close();
   CgroupUsage usage = cgroup ? cgroup->ReadUsage() : CgroupUsage{};
   if (cgroup) (void)cgroup->RemoveInParent();
   result.network.mode = NetworkModeName(policy.network);
-  if (allowlist) allowlist->Finish(&result.network);
+  if (run.allowlist) run.allowlist->Finish(&result.network);
 
   FillResult(spec, outcome, out, err, usage, result);
-  result.enforcement = outer ? DescribeOuterEnforcement(enforced, plan.seccomp != nullptr)
-                             : DescribeEnforcement(policy, plan, enforced, outcome);
+  result.enforcement = outer ? DescribeOuterEnforcement(run.enforced, run.plan.seccomp != nullptr)
+                             : DescribeEnforcement(policy, run.plan, run.enforced, outcome);
+}
+
+}  // namespace
+
+Result<RunResult> RunSandboxed(const RunSpec& spec) {
+  RunResult result;
+  result.run_id = NewRunId();
+  // 1. Check the command and open the inputs before creating anything.
+  SBX_ASSIGN_OR_RETURN(RunInputs inputs, OpenRunInputs(spec));
+  // 2-3. The child's plan, its layers (cgroup or rlimits, seccomp), an outer run's private area
+  //      (O3), sbx-netd and the channels to the child.
+  PreparedRun run;
+  SBX_TRY(PrepareRun(spec, inputs, result, run));
+  // 4. clone3 into the namespaces (outer: none, O4).
+  SBX_ASSIGN_OR_RETURN(StartedChild child, CloneChild(spec.policy.get(), inputs.outer, run));
+  // 5. Id maps, cgroup placement, the allowlist's sockets: the child is handed over.
+  SBX_TRY(HandOverToChild(inputs.mapping, run, child));
+  // 21-22. Supervise, reap, account, clean up.
+  SuperviseAndCollect(spec, inputs.outer, run, child, result);
   return result;
 }
 

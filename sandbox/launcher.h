@@ -4,10 +4,12 @@
 // mounts.cc hold steps 6-20, and ChildStep lists their failures in this order: LaunchStepOf;
 // the outer variant's steps follow, as O-numbers):
 //  Parent
-//   1. Validate the policy and the command; verify the image; open image and workspace as
-//      O_PATH fds (without a workspace, step 8 mounts a tmpfs there).
+//   1. Validate the command (the policy is a ValidPolicy, checked once where it was made);
+//      verify the image; open image and workspace as O_PATH fds (without a workspace, step 8
+//      mounts a tmpfs there).
 //   2. Compile (or reuse) the seccomp program; prepare capabilities, rlimits, mounts, env.
-//   3. Create the run's cgroup (v2, else v1, else rlimits if the policy allows degrading);
+//   3. Create the run's cgroup (v2, else v1, else rlimits if the policy allows degrading; the
+//      seccomp program's loss is decided with it: run_layers.h);
 //      network allowlist: start sbx-netd with the run's audit log (allowlist_run.h).
 //   4. clone3(CLONE_NEWUSER|NEWNS|NEWPID|NEWUTS|NEWIPC[|NEWNET]|PIDFD[|INTO_CGROUP]).
 //   5. Write the id maps, send "ids mapped"; v1: move the child into its cgroups (this
@@ -84,7 +86,7 @@
 namespace sbx {
 
 struct RunSpec {
-  Policy policy;
+  ValidPolicy policy;  // checked where it was made (ValidPolicy::Check); not checked here again
   std::vector<std::string> argv;
   // The read-only lower layer (unused by isolation "outer"); empty: policy.image, else the
   // default image.

@@ -311,10 +311,17 @@ double Median(std::vector<double> samples) {
 void Output(const std::string& image, const std::vector<long>& sizes, int rounds) {
   sbx::executor::ExecutorOptions options;
   options.image_dir = image;
-  options.policy.limits.timeout_seconds = 600;
+  sbx::Policy policy;
+  policy.limits.timeout_seconds = 600;
+  auto valid = sbx::ValidPolicy::Check(policy);
+  if (!valid) {
+    std::fprintf(stderr, "output: %s\n", valid.error().ToString().c_str());
+    return;
+  }
+  options.policy = *valid;
   std::printf("\n[output: one-shot sandbox, `yes | head -c B` captured (kept: %.1f MiB per stream, head and "
               "tail), medians of %d]\n",
-              MiB(static_cast<double>(options.policy.limits.output_bytes)), rounds);
+              MiB(static_cast<double>(options.policy->limits.output_bytes)), rounds);
   std::printf("%-14s %12s %12s %12s %11s\n", "bytes", "bare ms", "sbx ms", "+ms", "kept");
   auto executor = sbx::executor::SandboxExecutor::Create(options);
   if (!executor) {

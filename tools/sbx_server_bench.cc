@@ -311,7 +311,6 @@ class InProcessSessions {
       return std::unique_ptr<SessionExecutor>(std::move(session));
     }
     executor::ExecutorOptions executor_options;
-    executor_options.policy = policy;
     executor_options.image_dir = image_;
     return SessionExecutor::Create(std::move(executor_options));
   }

@@ -55,7 +55,7 @@ struct CgroupEnforcement {
 class RunCgroup {
  public:
   // run_id must match [A-Za-z0-9-]{1,64}. Fails with kUnavailable when neither v2 nor v1 can
-  // be used (the launcher then decides whether that is allowed to degrade); fails with
+  // be used (DecideRunLayers, run_layers.h, then decides whether that may degrade); fails with
   // kSetupFailed when a cgroup was found but a limit could not be written.
   static Result<RunCgroup> CreateInParent(const std::string& run_id, const Limits& limits,
                                           const CgroupOptions& options = {});
@@ -82,16 +82,6 @@ class RunCgroup {
   struct State;
   State* state_ = nullptr;  // owned; a pointer so the header stays free of detail
 };
-
-// The run's cgroup as `policy` requires it: a cgroup with memory, pids and cpu controllers;
-// or std::nullopt, with "cgroup" (or "cgroup:<missing controllers>") appended to *degraded,
-// when none can be had (or one lacks a controller) and the policy allows degrading cgroup
-// (rlimits then stand in: PlanRlimits). Otherwise an error that names the layer and the fix.
-// Used by the launcher and by the warm pool for each pooled session. The cgroup's name carries
-// run_id (NewRunId), the id the run's network log and result carry too.
-Result<std::optional<RunCgroup>> CreateCgroupForPolicy(const std::string& run_id, const Policy& policy,
-                                                       const CgroupOptions& options,
-                                                       std::vector<std::string>* degraded);
 
 // A fresh run id ("<counter>-<random hex>"), minted once per run: it names the run's cgroup and
 // network log and is in its result.

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "sandbox/isolation/userns.h"
 
@@ -202,8 +203,9 @@ int MaskProc() {
 
 MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
                                 const std::string& workspace_path, int workspace_fd,
-                                const Limits& limits) {
+                                const Limits& limits, RootExtras extras) {
   MountPlan plan;
+  plan.extras = std::move(extras);
   plan.image_path = image_path;
   plan.workspace_path = workspace_path;
   plan.image_fd = image_fd;
@@ -230,8 +232,8 @@ int OpenMountSourcesInChild(const MountPlan& plan, MountSources* sources, ChildS
     errno = -sources->image_fd;
     return Fail(ChildStep::kOpenSources, failed_step);
   }
-  if (!plan.library_path.empty()) {
-    sources->library_fd = ReopenSame(plan.library_path.c_str(), plan.library_fd, false);
+  if (!plan.extras.library_path.empty()) {
+    sources->library_fd = ReopenSame(plan.extras.library_path.c_str(), plan.extras.library_fd, false);
     if (sources->library_fd < 0) {
       errno = -sources->library_fd;
       return Fail(ChildStep::kOpenSources, failed_step);
@@ -276,10 +278,10 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
     errno = err;
     return Fail(ChildStep::kMountOverlay, failed_step);
   }
-  if (!plan.expose_image_at.empty()) {
+  if (!plan.extras.expose_image_at.empty()) {
     // "root" + the absolute path; mkdir in the overlay only copies up its parent.
     char target[96];
-    ::snprintf(target, sizeof(target), "root%s", plan.expose_image_at.c_str());
+    ::snprintf(target, sizeof(target), "root%s", plan.extras.expose_image_at.c_str());
     if (::mkdir(target, 0755) != 0 || ::mount("lower", target, nullptr, MS_BIND | MS_REC, nullptr) != 0)
       return Fail(ChildStep::kMountImage, failed_step);
     if (int err = BindRemount(target, MS_RDONLY | kSafe)) {
@@ -289,7 +291,7 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
   }
   if (sources.library_fd >= 0) {
     char target[96], source[32];
-    ::snprintf(target, sizeof(target), "root%s", plan.expose_library_at.c_str());
+    ::snprintf(target, sizeof(target), "root%s", plan.extras.expose_library_at.c_str());
     FdPath(sources.library_fd, source);
     int err = Touch(target);
     if (err == 0 && ::mount(source, target, nullptr, MS_BIND, nullptr) != 0) err = errno;
@@ -299,14 +301,14 @@ int ApplyMountsInChild(const MountPlan& plan, const MountSources& sources, Child
       return Fail(ChildStep::kSessionLibrary, failed_step);
     }
   }
-  if (!plan.resolv_conf.empty()) {
-    if (int err = BindGeneratedFile(plan.resolv_conf, "resolv.conf", "root/etc/resolv.conf")) {
+  if (!plan.extras.resolv_conf.empty()) {
+    if (int err = BindGeneratedFile(plan.extras.resolv_conf, "resolv.conf", "root/etc/resolv.conf")) {
       errno = err;
       return Fail(ChildStep::kResolvConf, failed_step);
     }
   }
-  if (!plan.ca_bundle.empty()) {
-    if (int err = BindGeneratedFile(plan.ca_bundle, "ca-certificates.crt",
+  if (!plan.extras.ca_bundle.empty()) {
+    if (int err = BindGeneratedFile(plan.extras.ca_bundle, "ca-certificates.crt",
                                     "root/etc/ssl/certs/ca-certificates.crt")) {
       errno = err;
       return Fail(ChildStep::kCaBundle, failed_step);

@@ -1,7 +1,7 @@
 // Mount namespace contents: the overlay root, /workspace, /proc, /dev, /tmp, then pivot_root.
 //
 // Usage:
-//   1. Parent: `auto plan = PrepareMountsInParent(image_fd, workspace_fd, limits);` formats
+//   1. Parent: `auto plan = PrepareMountsInParent(image, workspace, limits, extras);` formats
 //      every path and option string up front (the child must not allocate).
 //   2. Child, in its new user+mount namespace, still holding its namespace capabilities:
 //      `ApplyMountsInChild(plan, &step)` returns 0 or an errno, with `step` naming what
@@ -32,20 +32,9 @@
 
 namespace sbx {
 
-struct MountPlan {
-  // Canonical paths, re-opened in the child (a bind mount's source must belong to the
-  // child's own mount namespace) without following any symlink, and checked against the
-  // parent's fds by device and inode, so a path swapped in between is refused.
-  std::string image_path;
-  std::string workspace_path;
-  int image_fd = -1;
-  int workspace_fd = -1;           // -1: /workspace is a tmpfs (workspace_tmpfs_options)
-  std::string workspace_tmpfs_options;
-  std::string scratch_dir;       // covered by the scratch tmpfs: the image's parent directory
-  std::string scratch_options;   // tmpfs options for the scratch (upper) layer
-  std::string overlay_options;
-  std::string tmp_options;
-  std::string shm_options;
+// What the sandbox's root gets beyond the image's own files, decided by the run before its
+// mounts are planned (the network allowlist's files, the zygote's view of the image).
+struct RootExtras {
   // Non-empty (a zygote run): the image is also bound read-only, nosuid, nodev at this path
   // of the new root, so the zygote's sessions can use it as their own overlay's lower layer.
   std::string expose_image_at;
@@ -63,10 +52,28 @@ struct MountPlan {
   std::string ca_bundle;
 };
 
+struct MountPlan {
+  // Canonical paths, re-opened in the child (a bind mount's source must belong to the
+  // child's own mount namespace) without following any symlink, and checked against the
+  // parent's fds by device and inode, so a path swapped in between is refused.
+  std::string image_path;
+  std::string workspace_path;
+  int image_fd = -1;
+  int workspace_fd = -1;           // -1: /workspace is a tmpfs (workspace_tmpfs_options)
+  std::string workspace_tmpfs_options;
+  std::string scratch_dir;       // covered by the scratch tmpfs: the image's parent directory
+  std::string scratch_options;   // tmpfs options for the scratch (upper) layer
+  std::string overlay_options;
+  std::string tmp_options;
+  std::string shm_options;
+  RootExtras extras;
+};
+
 // workspace_fd -1 (and an empty path): the run's /workspace is a tmpfs that dies with it.
+// The plan is complete when made: `extras` are part of it.
 MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
                                 const std::string& workspace_path, int workspace_fd,
-                                const Limits& limits);
+                                const Limits& limits, RootExtras extras = {});
 
 // Puts the scratch tmpfs (and with it the overlay's upper, work and lower directories) over
 // `dir` instead of the image's parent: a pooled session's plan, made in the zygote, whose image

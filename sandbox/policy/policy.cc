@@ -101,6 +101,11 @@ Result<void> ValidatePolicy(const Policy& policy) {
   return Ok{};
 }
 
+Result<ValidPolicy> ValidPolicy::Check(Policy policy) {
+  SBX_TRY(ValidatePolicy(policy));
+  return ValidPolicy(std::move(policy));
+}
+
 const char* LayerName(Layer layer) {
   switch (layer) {
     case Layer::kCgroup: return "cgroup";

@@ -1,14 +1,17 @@
 // Policy: the immutable description of what a sandboxed run may do, and its validation.
 //
 // A Policy is plain data. It is produced by LoadPolicyFile()/ParsePolicyJson() (strict JSON,
-// see policies/SCHEMA.md) with CLI flags applied on top, then checked by ValidatePolicy()
-// before anything is created on the host. Every limit carries its unit in its name.
+// see policies/SCHEMA.md) with CLI flags applied on top, or built by an API caller, then
+// checked once where it enters: ValidPolicy::Check() runs ValidatePolicy() and yields the
+// ValidPolicy that the launcher, the executors and the warm pool take without checking again.
+// Every limit carries its unit in its name.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -92,6 +95,24 @@ uint64_t HostMemoryBytes();
 // Checks every field against its range and the host (memory and tmpfs sizes at most the
 // host's RAM, cpus at most its CPU count). The error names the field and the fix.
 Result<void> ValidatePolicy(const Policy& policy);
+
+// A Policy that ValidatePolicy() accepted: the only kind a run is given (RunSpec, the executors'
+// and the pool's options), so nothing downstream checks it again. Made only by Check(); read-only
+// (a changed policy is a new one, checked again). The default Policy is valid, so a default
+// ValidPolicy holds it.
+class ValidPolicy {
+ public:
+  ValidPolicy() = default;
+  // The error names the field and the fix, as ValidatePolicy's does.
+  static Result<ValidPolicy> Check(Policy policy);
+
+  const Policy& get() const { return policy_; }
+  const Policy* operator->() const { return &policy_; }
+
+ private:
+  explicit ValidPolicy(Policy policy) : policy_(std::move(policy)) {}
+  Policy policy_;
+};
 
 // Checks one environment entry: NAME matches [A-Za-z_][A-Za-z0-9_]*, the value has no NUL
 // and is at most 32 KiB. `field` names it in the error ("env.FOO", "--env").

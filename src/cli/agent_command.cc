@@ -234,7 +234,7 @@ int RunAgentCommand(int argc, char** argv) {
   if (!policy) return Refuse(policy.error().ToString());
   options.policy = std::move(*policy);
   std::optional<NetworkAllowlist> policy_network_allowlist;  // told to the model
-  if (options.policy.network == NetworkMode::kAllowlist) policy_network_allowlist = options.policy.network_allowlist;
+  if (options.policy->network == NetworkMode::kAllowlist) policy_network_allowlist = options.policy->network_allowlist;
   std::vector<std::string> input_names;
   for (const std::string& input : flags.inputs) {
     if (auto added = AddInput(input, options, input_names); !added) return Refuse(added.error().message);
@@ -273,7 +273,7 @@ int RunAgentCommand(int argc, char** argv) {
     flags.image = team->spec.image;
     image_field = "the team file's image";
   }
-  auto image_dir = ResolveRunImage(flags.image, image_field, options.policy);
+  auto image_dir = ResolveRunImage(flags.image, image_field, options.policy.get());
   if (!image_dir) return Refuse(image_dir.error().ToString());
   options.image_dir = *image_dir;
   options.network_log_dir = Absolute(flags.out_dir);  // created below, before the first run

@@ -13,6 +13,7 @@
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/host/host_probe.h"
 #include "sandbox/image/image.h"
+#include "sandbox/launch/run_layers.h"
 
 namespace sbx::cli {
 namespace {
@@ -26,17 +27,15 @@ struct DefaultRun {
 
 DefaultRun ProbeDefaultRun() {
   DefaultRun run;
-  std::vector<std::string> degraded;
-  auto created = CreateCgroupForPolicy(NewRunId(), Policy{}, CgroupOptions{}, &degraded);
-  if (!created) {
-    run.cgroup = created.error().ToString();
+  auto layers = DecideRunLayers(NewRunId(), Policy{}, CgroupOptions{}, {.seccomp = false});
+  if (!layers) {
+    run.cgroup = layers.error().ToString();
     return run;
   }
-  run.cgroup_ok = created->has_value();
-  run.cgroup = !created->has_value()                                   ? "none"
-               : (*created)->version() == CgroupVersion::kV2 ? "v2"
-                                                                       : "v1";
-  if (created->has_value()) (void)(*created)->RemoveInParent();
+  std::optional<RunCgroup>& cgroup = layers->cgroup;
+  run.cgroup_ok = cgroup.has_value();
+  run.cgroup = !cgroup ? "none" : cgroup->version() == CgroupVersion::kV2 ? "v2" : "v1";
+  if (cgroup) (void)cgroup->RemoveInParent();
   return run;
 }
 

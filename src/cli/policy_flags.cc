@@ -50,15 +50,14 @@ bool TakeFlagValue(int argc, char** argv, int& i, std::string& arg, std::string&
   return true;
 }
 
-Result<Policy> ResolvePolicy(const std::string& policy_file, const PolicyFlags& flags) {
+Result<ValidPolicy> ResolvePolicy(const std::string& policy_file, const PolicyFlags& flags) {
   Policy policy;
   if (!policy_file.empty()) {
     SBX_ASSIGN_OR_RETURN(auto loaded, LoadPolicyFile(policy_file));
     policy = std::move(loaded);
   }
   for (const auto& [flag, value] : flags) SBX_TRY(ApplyPolicyFlag(flag, value, policy));
-  SBX_TRY(ValidatePolicy(policy));
-  return policy;
+  return ValidPolicy::Check(std::move(policy));
 }
 
 Result<std::string> ResolveRunImage(const std::string& given, const std::string& given_field,

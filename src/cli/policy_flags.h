@@ -23,8 +23,9 @@ Result<void> ApplyPolicyFlag(const std::string& flag, const std::string& value, 
 using PolicyFlags = std::vector<std::pair<std::string, std::string>>;  // in the order given
 
 // The one way a command gets its policy: the file (empty: the built-in default), then each
-// flag in order, then ValidatePolicy. Used by `sbx run`, `sbx agent` and `sbx serve`.
-Result<Policy> ResolvePolicy(const std::string& policy_file, const PolicyFlags& flags);
+// flag in order, then the check that makes it a ValidPolicy. Used by `sbx run`, `sbx agent` and
+// `sbx serve`.
+Result<ValidPolicy> ResolvePolicy(const std::string& policy_file, const PolicyFlags& flags);
 
 // The run's image directory. `given` (--image, or the team file's image; `given_field` names
 // it in errors) wins over the policy's "image"; with neither, the default image. Isolation

@@ -106,14 +106,14 @@ int RunRunCommand(int argc, char** argv) {
   auto policy = ResolvePolicy(flags.policy_file, overrides);
   if (!policy) return Refuse(flags.json, policy.error().ToString());
   spec.policy = std::move(*policy);
-  if (spec.policy.network == NetworkMode::kHost)
+  if (spec.policy->network == NetworkMode::kHost)
     std::fprintf(stderr, "sbx: warning: --network host: the sandbox shares this host's network\n");
 
-  auto image_dir = ResolveRunImage(flags.image, "--image", spec.policy);
+  auto image_dir = ResolveRunImage(flags.image, "--image", spec.policy.get());
   if (!image_dir) return Refuse(flags.json, image_dir.error().ToString());
   spec.image_dir = *image_dir;
   spec.workspace_dir = flags.workspace;
-  if (!flags.network_log.empty() && spec.policy.network != NetworkMode::kAllowlist)
+  if (!flags.network_log.empty() && spec.policy->network != NetworkMode::kAllowlist)
     return Refuse(flags.json, "--network-log: only an allowlist run keeps a network log (add --allow HOST or --network allowlist)");
   spec.network_log_path = flags.network_log;
   spec.argv = command;

@@ -120,14 +120,15 @@ Result<double> Seconds(const std::string& flag, const std::string& value) {
 // (/bin/true) with that policy. A server that cannot start one refuses to start at all.
 Result<nlohmann::json> EnforcementReport(const Policy& policy, const std::string& image) {
   RunSpec spec;
-  spec.policy = policy;
+  Policy probe = policy;
   spec.argv = {"/bin/true"};
   if (policy.isolation == Isolation::kNamespaces) {
-    spec.policy.network = NetworkMode::kNone;  // the network is reported from the policy
+    probe.network = NetworkMode::kNone;  // the network is reported from the policy
     auto image_dir = ResolveImageDir(image);
     if (!image_dir) return image_dir.error();
     spec.image_dir = *image_dir;
   }
+  SBX_ASSIGN_OR_RETURN(spec.policy, ValidPolicy::Check(std::move(probe)));
   SBX_ASSIGN_OR_RETURN(auto ran, RunSandboxed(spec));
   if (ran.status != RunStatus::kExited || ran.exit_code != 0) {
     return MakeError(ErrorCode::kSetupFailed, "a probe sandbox (/bin/true) with the server's policy "
@@ -207,7 +208,7 @@ int RunServeCommand(int argc, char** argv) {
   }
   auto resolved = ResolvePolicy(flags.policy_file, overrides);
   if (!resolved) return Refuse(resolved.error().ToString());
-  Policy policy = std::move(*resolved);
+  Policy policy = resolved->get();
 
   server::HttpServerOptions http;
   http.read_timeout_seconds = flags.request_timeout;
@@ -259,6 +260,8 @@ int RunServeCommand(int argc, char** argv) {
   if (!image_dir) return Refuse(image_dir.error().ToString());
   flags.image = *image_dir;
   policy.image.clear();
+  auto server_policy = ValidPolicy::Check(policy);
+  if (!server_policy) return Refuse(server_policy.error().ToString());
 
   // Every thread inherits this mask; the main thread takes the signals with sigwait below.
   sigset_t signals;
@@ -271,7 +274,7 @@ int RunServeCommand(int argc, char** argv) {
   std::unique_ptr<executor::SessionPool> pool;
   if (flags.pool > 0 && policy.network == NetworkMode::kNone) {
     executor::PoolOptions pool_options;
-    pool_options.policy = policy;
+    pool_options.policy = *server_policy;
     pool_options.image_dir = flags.image;
     pool_options.warm_sessions = flags.pool;
     pool_options.max_sessions = flags.max_sessions + flags.pool;  // the warm ones are alive too
@@ -281,7 +284,7 @@ int RunServeCommand(int argc, char** argv) {
     pool = std::move(*created);
   }
   server::RegistryOptions registry_options;
-  registry_options.policy = policy;
+  registry_options.policy = *server_policy;
   registry_options.image_dir = flags.image;
   registry_options.max_sessions = flags.max_sessions;
   registry_options.pool = pool.get();
@@ -290,7 +293,7 @@ int RunServeCommand(int argc, char** argv) {
   registry_options.outer_session_driver = flags.session_driver;
   auto sessions = std::make_unique<server::SessionRegistry>(registry_options);
   server::ApiOptions api_options;
-  api_options.policy = policy;
+  api_options.policy = *server_policy;
   api_options.policy_dir = flags.policy_dir;
   api_options.session_idle_seconds = flags.session_idle;
   auto enforcement = EnforcementReport(policy, flags.image);

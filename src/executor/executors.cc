@@ -64,7 +64,8 @@ Result<void> ValidateBlocks(const std::vector<CodeBlock>& blocks) {
   return {};
 }
 
-SessionExecutor::SessionExecutor(ExecutorOptions options) : options_(std::move(options)) {}
+SessionExecutor::SessionExecutor(ExecutorOptions options)
+    : options_(std::move(options)), block_timeout_seconds_(options_.policy->limits.timeout_seconds) {}
 
 SessionExecutor::~SessionExecutor() {
   Close();
@@ -73,7 +74,6 @@ SessionExecutor::~SessionExecutor() {
 
 Result<void> SessionExecutor::Prepare(bool local) {
   local_ = local;
-  SBX_TRY(ValidatePolicy(options_.policy));
   SBX_TRY(ValidateManifest(options_.manifest));
   if (options_.session_idle_seconds < 0 || options_.session_max_seconds < LimitRanges::kMinTimeout ||
       options_.session_max_seconds > LimitRanges::kMaxTimeout) {
@@ -82,10 +82,10 @@ Result<void> SessionExecutor::Prepare(bool local) {
   if (!options_.image_dir.empty() && !options_.image.empty()) {
     return InvalidInput("image: give image (a name) or image_dir (a directory), not both");
   }
-  const bool outer = options_.policy.isolation == Isolation::kOuter;
+  const bool outer = options_.policy->isolation == Isolation::kOuter;
   if (outer) return PrepareOuter();
   // The options' image wins over the policy's (ValidatePolicy checked that name).
-  const std::string& image = options_.image.empty() ? options_.policy.image : options_.image;
+  const std::string& image = options_.image.empty() ? options_.policy->image : options_.image;
   if (!options_.image.empty()) SBX_TRY(ValidateImageName(options_.image));
   SBX_ASSIGN_OR_RETURN(auto image_dir,
                        options_.image_dir.empty() ? ResolveImageDir(image) : options_.image_dir);
@@ -148,16 +148,17 @@ Result<std::string> SessionExecutor::NetworkLogDir() {
 
 Result<std::unique_ptr<DriverProcess>> SessionExecutor::StartDriver() {
   RunSpec spec;
-  spec.policy = options_.policy;
-  spec.policy.limits.timeout_seconds = options_.session_max_seconds;
-  const bool outer_driver = options_.policy.isolation == Isolation::kOuter &&
+  Policy session_policy = options_.policy.get();
+  session_policy.limits.timeout_seconds = options_.session_max_seconds;  // in range: Prepare
+  SBX_ASSIGN_OR_RETURN(spec.policy, ValidPolicy::Check(std::move(session_policy)));
+  const bool outer_driver = options_.policy->isolation == Isolation::kOuter &&
                             !options_.outer_session_driver.empty();
   spec.argv = {"/usr/bin/python3", outer_driver ? options_.outer_session_driver : kSessionDriverPath,
                SecondsArg(options_.session_idle_seconds)};
   spec.image_dir = image_dir_;
   spec.held_workspace = &workspace_;
   spec.cgroup_options = options_.cgroup_options;
-  if (spec.policy.network == NetworkMode::kAllowlist) {
+  if (spec.policy->network == NetworkMode::kAllowlist) {
     SBX_ASSIGN_OR_RETURN(auto dir, NetworkLogDir());
     // A directory reused across runs (an agent's --out-dir) keeps the older logs.
     do {
@@ -188,9 +189,9 @@ Result<CodeResult> SessionExecutor::ExecuteStreaming(const std::vector<CodeBlock
     ReadNetworkRecords(total);
     SBX_ASSIGN_OR_RETURN(auto driver, StartDriver());
     SessionConfig config;
-    config.exec_timeout_seconds = options_.policy.limits.timeout_seconds;
+    config.exec_timeout_seconds = block_timeout_seconds_;
     config.grace_seconds = options_.grace_seconds;
-    config.output_bytes = options_.policy.limits.output_bytes;
+    config.output_bytes = options_.policy->limits.output_bytes;
     config.figures_dir = options_.figures_dir;
     config.stream_idle_seconds = options_.stream_idle_seconds;
     SBX_ASSIGN_OR_RETURN(auto started, PythonSession::Start(std::move(driver), config));
@@ -219,7 +220,7 @@ Result<CodeResult> SessionExecutor::ExecuteStreaming(const std::vector<CodeBlock
 }
 
 std::string SessionExecutor::NetworkModeLabel() const {
-  return local_ ? "host" : NetworkModeName(options_.policy.network);
+  return local_ ? "host" : NetworkModeName(options_.policy->network);
 }
 
 void SessionExecutor::ReadNetworkRecords(CodeResult& result) {
@@ -269,7 +270,7 @@ void SessionExecutor::Cancel() {
 }
 
 void SessionExecutor::SetBlockTimeout(double seconds) {
-  options_.policy.limits.timeout_seconds = seconds;
+  block_timeout_seconds_ = seconds;
   if (session_) session_->set_exec_timeout_seconds(seconds);
 }
 
@@ -316,14 +317,13 @@ Result<std::unique_ptr<DriverProcess>> LocalExecutor::StartDriver() {
 }
 
 Result<std::unique_ptr<SandboxExecutor>> SandboxExecutor::Create(ExecutorOptions options) {
-  SBX_TRY(ValidatePolicy(options.policy));
   SBX_TRY(ValidateManifest(options.manifest));
   return std::unique_ptr<SandboxExecutor>(new SandboxExecutor(std::move(options)));
 }
 
 Result<CodeResult> SandboxExecutor::Execute(const std::vector<CodeBlock>& blocks) {
   if (auto valid = ValidateBlocks(blocks); !valid) {
-    return Rejected(valid.error(), NetworkModeName(options_.policy.network));
+    return Rejected(valid.error(), NetworkModeName(options_.policy->network));
   }
   SBX_ASSIGN_OR_RETURN(auto session, SessionExecutor::Create(options_));
   return session->ExecuteThenClose(blocks);  // its temporary workspace ends here too

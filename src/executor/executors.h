@@ -40,7 +40,7 @@
 namespace sbx::executor {
 
 struct ExecutorOptions {
-  Policy policy;
+  ValidPolicy policy;  // checked once where it was made; not here again
   std::string image_dir;      // an image directory; empty: `image`
   std::string image;          // a variant's name (`sbx image build --name`); empty: policy.image
   std::string workspace_dir;  // empty: a temporary workspace, removed with the executor
@@ -124,6 +124,8 @@ class SessionExecutor : public CodeExecutor {
   int sessions_started_ = 0;
   std::vector<NetworkOutcome> ended_networks_;
   bool local_ = false;
+  // Each block's timeout: the policy's, until SetBlockTimeout.
+  double block_timeout_seconds_ = 0;
 };
 
 class LocalExecutor final : public SessionExecutor {

@@ -248,8 +248,7 @@ Result<std::unique_ptr<DriverProcess>> PooledSessionExecutor::StartDriver() {
 }
 
 Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
-  SBX_TRY(ValidatePolicy(options.policy));
-  if (options.policy.isolation != Isolation::kNamespaces) {
+  if (options.policy->isolation != Isolation::kNamespaces) {
     return InvalidInput("isolation: the warm pool forks every session into fresh namespaces, which "
                         "\"outer\" has none of; start outer sessions cold (--pool 0)");
   }
@@ -269,7 +268,7 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
   }
   auto core = std::make_shared<PoolCore>();
   core->options = options;
-  auto image_dir = ResolveImageDir(options.image_dir.empty() ? options.policy.image : options.image_dir);
+  auto image_dir = ResolveImageDir(options.image_dir.empty() ? options.policy->image : options.image_dir);
   if (!image_dir) return image_dir.error();
   core->image_dir = *image_dir;
   SBX_ASSIGN_OR_RETURN(auto mapping, ComputeIdMapping(::geteuid(), ::getegid()));
@@ -313,9 +312,9 @@ size_t SessionPool::WaitForWarm(size_t count, double timeout_seconds) const {
 Result<std::unique_ptr<PooledSessionExecutor>> SessionPool::Acquire(PooledSessionOptions options) {
   SBX_TRY(ValidateManifest(options.manifest));
   ExecutorOptions executor_options;
-  executor_options.policy = core_->options.policy;
-  executor_options.policy.limits.timeout_seconds = options.timeout_seconds;
-  SBX_TRY(ValidatePolicy(executor_options.policy));
+  Policy session_policy = core_->options.policy.get();
+  session_policy.limits.timeout_seconds = options.timeout_seconds;  // the caller's: checked here
+  SBX_ASSIGN_OR_RETURN(executor_options.policy, ValidPolicy::Check(std::move(session_policy)));
   executor_options.image_dir = core_->image_dir;
   executor_options.grace_seconds = options.grace_seconds;
   executor_options.figures_dir = options.figures_dir;

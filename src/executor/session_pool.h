@@ -61,7 +61,7 @@ inline constexpr size_t kDefaultPrefaultBudgetBytes = size_t{4} << 20;
 inline constexpr size_t kMaxPrefaultBudgetBytes = size_t{256} << 20;
 
 struct PoolOptions {
-  Policy policy;             // every session's limits and environment; network must be "none"
+  ValidPolicy policy;        // every session's limits and environment; network must be "none"
   std::string image_dir;     // as ResolveImageDir takes it: a name, a dir; empty: policy.image
   size_t warm_sessions = 4;  // 0..64 sessions kept ready; 0 forks each on Acquire
   // Sessions alive at once, warm ones included (warm_sessions..kMaxPoolSessions): Acquire

@@ -18,6 +18,7 @@
 #include "base/fd_passing.h"
 #include "sandbox/isolation/capabilities.h"
 #include "sandbox/isolation/rlimits.h"
+#include "sandbox/launch/run_layers.h"
 #include "sandbox/launcher.h"
 #include "sandbox/seccomp/seccomp_filter.h"
 #include "src/executor/frame_channel.h"
@@ -48,7 +49,7 @@ Result<std::string> ConfigJson(const ZygoteOptions& options) {
   if (!seccomp) return seccomp.error().Context("seccomp (required for pooled sessions)");
   SBX_ASSIGN_OR_RETURN(auto capabilities, PrepareCapabilitiesInParent());
   const auto& instructions = (*seccomp)->instructions;
-  const Limits& limits = options.policy.limits;
+  const Limits& limits = options.policy->limits;
   nlohmann::json config = {
       {"op", "config"},
       {"library", kZygoteSessionLibrary},
@@ -199,19 +200,20 @@ Zygote::Zygote(const ZygoteOptions& options, std::unique_ptr<DriverProcess> driv
 Zygote::~Zygote() { Stop(); }
 
 Result<std::unique_ptr<Zygote>> Zygote::Start(const ZygoteOptions& options, const Workspace& workspaces_root) {
-  if (options.policy.network != NetworkMode::kNone) {
+  if (options.policy->network != NetworkMode::kNone) {
     return InvalidInput("pool: pooled sessions always get a fresh network namespace; the policy's "
                         "network must be \"none\"");
   }
   SBX_ASSIGN_OR_RETURN(auto config, ConfigJson(options));
   RunSpec spec;
-  spec.policy = options.policy;
-  spec.policy.limits.timeout_seconds = LimitRanges::kMaxTimeout;  // lives as long as the pool
+  Policy zygote_policy = options.policy.get();
+  zygote_policy.limits.timeout_seconds = LimitRanges::kMaxTimeout;  // lives as long as the pool
   // Room for what its sessions leave charged to its cgroup (kSessionResidueBytes), within the
   // host's RAM. The zygote runs no untrusted code; each session's own use is limited in its own
   // cgroup.
-  spec.policy.limits.memory_bytes =
-      std::min(HostMemoryBytes(), options.policy.limits.memory_bytes + options.max_sessions * kSessionResidueBytes);
+  zygote_policy.limits.memory_bytes =
+      std::min(HostMemoryBytes(), options.policy->limits.memory_bytes + options.max_sessions * kSessionResidueBytes);
+  SBX_ASSIGN_OR_RETURN(spec.policy, ValidPolicy::Check(std::move(zygote_policy)));
   spec.argv = {"/usr/bin/python3", kZygotePath};
   spec.image_dir = options.image_dir;
   spec.held_workspace = &workspaces_root;
@@ -275,12 +277,12 @@ Result<std::unique_ptr<PooledDriver>> Zygote::Spawn(const Workspace& workspace, 
                          " sessions are alive, the most this pool holds (max_sessions); end one first, or "
                          "create the pool with a larger max_sessions");
   }
-  std::vector<std::string> degraded;
-  auto created = CreateCgroupForPolicy(NewRunId(), options_.policy, options_.cgroup_options, &degraded);
-  if (!created) return created.error().Context("pooled session");
-  std::optional<RunCgroup> cgroup = std::move(*created);
+  // The filter is the zygote's (ConfigJson): a pooled session never runs without it.
+  auto layers = DecideRunLayers(NewRunId(), options_.policy.get(), options_.cgroup_options, {.seccomp = false});
+  if (!layers) return layers.error().Context("pooled session");
+  std::optional<RunCgroup> cgroup = std::move(layers->cgroup);
   const CgroupEnforcement enforced = cgroup ? cgroup->enforcement() : CgroupEnforcement{};
-  RlimitPlan rlimits = PlanRlimits(options_.policy.limits, enforced.memory, enforced.pids);
+  RlimitPlan rlimits = PlanRlimits(options_.policy->limits, enforced.memory, enforced.pids);
 
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return SysError(ErrorCode::kIo, "socketpair");
@@ -298,7 +300,7 @@ Result<std::unique_ptr<PooledDriver>> Zygote::Spawn(const Workspace& workspace, 
   int off = 0;
   (void)::setsockopt(host.get(), SOL_SOCKET, SO_PASSCRED, &off, sizeof off);
   auto driver = std::make_unique<PooledDriver>(UniqueFd(host.release()), std::move(pidfd), *pid,
-                                               std::move(cgroup), std::move(degraded), std::move(*slot));
+                                               std::move(cgroup), std::move(layers->degraded), std::move(*slot));
   // From here on, any failure destroys `driver`: the session is killed through its pidfd and
   // its cgroup removed.
   if (auto placed = driver->PlaceInCgroup(); !placed) return placed.error().Context("pooled session");

@@ -9,7 +9,7 @@
 //      path, the compiled seccomp program, the tmpfs sizes, the highest capability) and waits
 //      until it has imported the stack.
 //   2. `zygote->Spawn(workspace)` for a directory directly under `workspaces_root`: creates
-//      the session's cgroup (CreateCgroupForPolicy, as the cold path), sends the request with
+//      the session's cgroup (DecideRunLayers, as the cold path), sends the request with
 //      the session's socket and an O_PATH fd of its workspace (SCM_RIGHTS), learns the
 //      session's host pid from the credentials the kernel attaches to its first byte
 //      (SO_PASSCRED), holds it with a pidfd, moves it into the cgroup while it builds its
@@ -39,7 +39,7 @@
 namespace sbx::executor {
 
 struct ZygoteOptions {
-  Policy policy;           // limits of the zygote and of each session (network must be none)
+  ValidPolicy policy;      // limits of the zygote and of each session (network must be none)
   std::string image_dir;   // verified by the launcher
   CgroupOptions cgroup_options;
   double session_idle_seconds = 900;

@@ -329,12 +329,18 @@ HttpResponse Api::MetricsText() {
   return response;
 }
 
-Policy Api::Tightened(const json& inline_policy) const {
-  auto tightened = TightenPolicy(options_.policy, inline_policy.dump());
+ValidPolicy Api::Tightened(const json& inline_policy) const {
+  auto tightened = TightenPolicy(options_.policy.get(), inline_policy.dump());
   if (tightened) return *tightened;
   const Error& error = tightened.error();
   if (error.err_no == EPERM) Fail(PermissionDenied(error.message));
   Fail(Invalid("policy: " + error.message));
+}
+
+ValidPolicy Api::Checked(Policy policy) const {
+  auto checked = ValidPolicy::Check(std::move(policy));
+  if (!checked) Fail(Invalid("policy: " + checked.error().message));
+  return *checked;
 }
 
 std::string Api::PolicyImageDir(const Policy& policy) const {
@@ -365,18 +371,20 @@ HttpResponse Api::CreateSession(const HttpRequest& request) {
     }
     auto loaded = LoadPolicyFile(options_.policy_dir + "/" + name + ".json");
     if (!loaded) Fail(NotFound("policy_name \"" + name + "\": " + loaded.error().ToString()));
-    session.policy = *loaded;
+    session.policy = Checked(*loaded);
     session.server_policy = false;
   }
   if (const json* env = Field(body, "env", json::value_t::object, "an object of strings")) {
+    Policy with_env = session.policy.get();
     for (const auto& [name, value] : env->items()) {
       if (!value.is_string()) Fail(Invalid("env." + name + ": must be a string"));
       if (auto valid = ValidateEnvEntry("env", name, value.get<std::string>()); !valid) Fail(Invalid(valid.error().message));
-      session.policy.env[name] = value.get<std::string>();
+      with_env.env[name] = value.get<std::string>();
       session.server_policy = false;
     }
+    session.policy = Checked(std::move(with_env));
   }
-  session.image_dir = PolicyImageDir(session.policy);
+  session.image_dir = PolicyImageDir(session.policy.get());
   if (!session.image_dir.empty()) session.server_policy = false;
   if (const json* files = Field(body, "files", json::value_t::array, "an array of {path, content}")) {
     session.manifest = ManifestFromFiles(*files);
@@ -528,17 +536,18 @@ HttpResponse Api::RunOnce(const HttpRequest& request) {
   json body = ParseBody(request);
   OnlyFields(body, {"argv", "stdin", "stdin_base64", "policy", "timeout"}, "");
   RunSpec spec;
-  spec.policy = options_.policy;
+  ValidPolicy policy = options_.policy;
   if (const json* inline_policy = Field(body, "policy", json::value_t::object, "a policy object")) {
-    spec.policy = Tightened(*inline_policy);
+    policy = Tightened(*inline_policy);
   }
-  spec.policy.limits.timeout_seconds = Seconds(body, "timeout", spec.policy.limits.timeout_seconds,
-                                               spec.policy.limits.timeout_seconds);
+  Policy timed = policy.get();
+  timed.limits.timeout_seconds = Seconds(body, "timeout", timed.limits.timeout_seconds, timed.limits.timeout_seconds);
+  spec.policy = Checked(std::move(timed));
   const json* argv = Field(body, "argv", json::value_t::array, "an array of strings");
   if (argv == nullptr) Fail(Invalid("argv: required, the program and its arguments"));
   spec.argv = Argv(*argv);
-  spec.image_dir = PolicyImageDir(spec.policy);
-  if (spec.image_dir.empty() && spec.policy.isolation == Isolation::kNamespaces) {
+  spec.image_dir = PolicyImageDir(spec.policy.get());
+  if (spec.image_dir.empty() && spec.policy->isolation == Isolation::kNamespaces) {
     auto image_dir = ResolveImageDir(options_.image_dir);
     if (!image_dir) Fail(FromError(image_dir.error(), "find the image"));
     spec.image_dir = *image_dir;

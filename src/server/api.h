@@ -19,7 +19,7 @@
 namespace sbx::server {
 
 struct ApiOptions {
-  Policy policy;                   // the server's: every session's ceiling
+  ValidPolicy policy;              // the server's: every session's ceiling
   std::string policy_dir;          // named policies (NAME.json) the operator allows; "" none
   std::string image_dir;           // for POST /v1/run; "" the default image
   size_t pool_size = 0;            // warm sessions the pool keeps (0: no pool)
@@ -59,10 +59,12 @@ class Api {
                       const std::vector<executor::CodeBlock>& blocks, double timeout,
                       const std::function<nlohmann::json(const executor::CodeResult&)>& result_json);
   // The server's policy tightened by a request's inline one; 403 if it would loosen it.
-  Policy Tightened(const nlohmann::json& inline_policy) const;
+  ValidPolicy Tightened(const nlohmann::json& inline_policy) const;
   // The directory of the variant a session's or run's policy names ("policy.image"; 400 when
   // the cache has no such image); "" when it names none, for the server's image.
   std::string PolicyImageDir(const Policy& policy) const;
+  // `policy` checked, as a request changed it; an invalid one fails the request (400).
+  ValidPolicy Checked(Policy policy) const;
   // The block timeout a request asks for (at most the session's), or the session's own.
   double BlockTimeout(const nlohmann::json& body, const ServerSession& session) const;
 

@@ -95,7 +95,7 @@ Result<void> CheckTightens(const Policy& server, const Policy& requested) {
   return NetworkTightens(server, requested);
 }
 
-Result<Policy> TightenPolicy(const Policy& server, const std::string& inline_json) {
+Result<ValidPolicy> TightenPolicy(const Policy& server, const std::string& inline_json) {
   SBX_ASSIGN_OR_RETURN(auto parsed, ParsePolicyJson(inline_json));
   // ParsePolicyJson accepted it, so it is an object of known keys.
   const auto given = nlohmann::json::parse(inline_json);
@@ -124,8 +124,7 @@ Result<Policy> TightenPolicy(const Policy& server, const std::string& inline_jso
   if (!given.contains("allow_degraded")) policy.allow_degraded = server.allow_degraded;
   for (const auto& [name, value] : server.env) policy.env.emplace(name, value);
   SBX_TRY(CheckTightens(server, policy));
-  SBX_TRY(ValidatePolicy(policy));
-  return policy;
+  return ValidPolicy::Check(std::move(policy));
 }
 
 }  // namespace sbx::server

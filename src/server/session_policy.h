@@ -14,7 +14,7 @@ namespace sbx::server {
 // `inline_json` is a policy object (policies/SCHEMA.md). What it leaves out is the server's:
 // an inline `{"limits": {"memory": "128M"}}` changes the memory limit and nothing else. Its
 // `env` is added to the server's.
-Result<Policy> TightenPolicy(const Policy& server, const std::string& inline_json);
+Result<ValidPolicy> TightenPolicy(const Policy& server, const std::string& inline_json);
 
 // Whether `requested` is at most `server` in every respect; the error names the first field
 // that is not.

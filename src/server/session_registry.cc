@@ -127,12 +127,12 @@ Result<std::shared_ptr<ServerSession>> SessionRegistry::Create(SessionRequest re
     ++reserved_;
   }
   const bool pooled = options_.pool != nullptr && request.server_policy && request.image_dir.empty() &&
-                      request.policy.network == NetworkMode::kNone;
+                      request.policy->network == NetworkMode::kNone;
   auto made = [&]() -> Result<std::unique_ptr<executor::SessionExecutor>> {
     if (pooled) {
       executor::PooledSessionOptions pooled_options;
       pooled_options.manifest = std::move(request.manifest);
-      pooled_options.timeout_seconds = request.policy.limits.timeout_seconds;
+      pooled_options.timeout_seconds = request.policy->limits.timeout_seconds;
       pooled_options.stream_idle_seconds = options_.keepalive_seconds;
       SBX_ASSIGN_OR_RETURN(auto acquired, options_.pool->Acquire(std::move(pooled_options)));
       return std::unique_ptr<executor::SessionExecutor>(std::move(acquired));
@@ -151,9 +151,9 @@ Result<std::shared_ptr<ServerSession>> SessionRegistry::Create(SessionRequest re
   if (!made) return made.error();
   auto session = std::make_shared<ServerSession>(NewSessionId(options_.session_prefix), std::move(*made), pooled,
                                                  request.idle_timeout_seconds,
-                                                 NetworkModeName(request.policy.network),
-                                                 request.policy.limits.timeout_seconds,
-                                                 request.policy.image);
+                                                 NetworkModeName(request.policy->network),
+                                                 request.policy->limits.timeout_seconds,
+                                                 request.policy->image);
   sessions_.emplace(session->id, session);
   return session;
 }

@@ -35,7 +35,7 @@ class FifoMutex {
 };
 
 struct SessionRequest {
-  Policy policy;             // the server's, or tightened by the request
+  ValidPolicy policy;        // the server's, or tightened by the request
   bool server_policy = true;  // the policy is exactly the server's (pool eligible)
   std::string image_dir;      // the policy's image, resolved; empty: the server's image
   Manifest manifest;
@@ -80,7 +80,7 @@ class ServerSession {
 };
 
 struct RegistryOptions {
-  Policy policy;            // the server's
+  ValidPolicy policy;       // the server's
   std::string image_dir;    // empty: the default image
   size_t max_sessions = 32;
   executor::SessionPool* pool = nullptr;  // null: every session starts cold

@@ -10,6 +10,7 @@
 #include "sandbox_fixture.h"
 #include "src/agent/agent_tools.h"
 #include "src/executor/executors.h"
+#include "tests/integration/test_policy.h"
 
 namespace sbx::executor {
 namespace {
@@ -43,14 +44,16 @@ std::string LookUp(const std::string& name) {
 ExecutorOptions AllowlistOptions(const std::string& log_dir) {
   ExecutorOptions options;
   options.image_dir = testing::TestImage();
-  options.policy.network = NetworkMode::kAllowlist;
+  Policy policy;
+  policy.network = NetworkMode::kAllowlist;
   auto rule = ParseNetworkRule("allowed.example", "network.allow[0]");
   EXPECT_TRUE(rule) << rule.error().ToString();
-  if (rule) options.policy.network_allowlist.allow.push_back(*rule);
+  if (rule) policy.network_allowlist.allow.push_back(*rule);
   // Allowed, but the host cannot resolve it: a failure, not a block.
   auto unresolvable = ParseNetworkRule("nonexistent.sbx.invalid:80", "network.allow[1]");
   EXPECT_TRUE(unresolvable) << unresolvable.error().ToString();
-  if (unresolvable) options.policy.network_allowlist.allow.push_back(*unresolvable);
+  if (unresolvable) policy.network_allowlist.allow.push_back(*unresolvable);
+  options.policy = testing::Checked(std::move(policy));
   options.network_log_dir = log_dir;
   return options;
 }

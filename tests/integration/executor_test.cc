@@ -18,6 +18,7 @@
 #include "sandbox_fixture.h"
 #include "session_checks.h"
 #include "src/executor/executors.h"
+#include "tests/integration/test_policy.h"
 
 namespace sbx::executor {
 namespace {
@@ -150,7 +151,7 @@ TEST(Executor, TimeoutThatIgnoresTheInterruptKillsTheSessionAndKeepsItsOutput) {
 
 TEST(Executor, OutOfMemoryIsReportedAndTheNextExecutionGetsAFreshSession) {
   ExecutorOptions options = Options();
-  options.policy.limits.memory_bytes = 256ull << 20;
+  options.policy = testing::Changed(options.policy, [](Policy& p) { p.limits.memory_bytes = 256ull << 20; });
   auto session = NewSession(std::move(options));
   ASSERT_TRUE(session);
   CodeResult r = Python(*session, "chunks = []\nfor _ in range(64): chunks.append(bytearray(64 << 20))");
@@ -212,7 +213,8 @@ TEST(Executor, ManifestIsStagedAndOutputsCopyBackSafely) {
   ScratchDir host;
   std::ofstream(host.path() + "/data.csv") << "a,b\n1,2\n3,4\n";
   ExecutorOptions options = Options();
-  options.policy.limits.file_size_bytes = 1ull << 40;  // room for the sparse 1 TiB file
+  // Room for the sparse 1 TiB file.
+  options.policy = testing::Changed(options.policy, [](Policy& p) { p.limits.file_size_bytes = 1ull << 40; });
   options.manifest.AddHostFile("in/data.csv", host.path() + "/data.csv").AddBytes("hello.txt", "hi\n");
   auto session = NewSession(std::move(options));
   ASSERT_TRUE(session);

@@ -20,6 +20,7 @@
 #include "sandbox/image/image.h"
 #include "sandbox_fixture.h"
 #include "src/executor/executors.h"
+#include "tests/integration/test_policy.h"
 
 namespace sbx {
 namespace {
@@ -91,7 +92,7 @@ TEST(ImageVariant, ThePolicyNamesTheImageAndTheFlagWins) {
   EXPECT_NE(flag_wins.output.find("No module named 'sklearn'"), std::string::npos) << flag_wins.output;
 
   auto Import = [](executor::ExecutorOptions options) -> std::string {
-    options.policy.image = "sklearn";
+    options.policy = testing::Changed(options.policy, [](Policy& p) { p.image = "sklearn"; });
     auto session = executor::SessionExecutor::Create(std::move(options));
     if (!session) return session.error().ToString();
     auto result = (*session)->Execute({{"python", "import sklearn; print('imported')"}});

@@ -12,13 +12,14 @@
 
 #include "netpolicy/network_rules.h"
 #include "tests/integration/sandbox_fixture.h"
+#include "tests/integration/test_policy.h"
 
 namespace sbx::testing {
 namespace {
 
 RunSpec RlimitsOnly(const std::vector<std::string>& argv) {
   RunSpec spec;
-  spec.policy.allow_degraded = {Layer::kCgroup};
+  spec.policy = Changed(spec.policy, [](Policy& p) { p.allow_degraded = {Layer::kCgroup}; });
   spec.cgroup_options.try_v2 = false;
   spec.cgroup_options.try_v1 = false;
   spec.argv = argv;
@@ -95,8 +96,10 @@ TEST(InitExit, AllowlistRunsLeaveNeitherInitNorHelperBehind) {
   ASSERT_TRUE(rule) << rule.error().ToString();
   for (int i = 0; i < 5; ++i) {
     RunSpec spec = RlimitsOnly({"/bin/true"});
-    spec.policy.network = NetworkMode::kAllowlist;
-    spec.policy.network_allowlist.allow.push_back(*rule);
+    spec.policy = Changed(spec.policy, [&](Policy& p) {
+      p.network = NetworkMode::kAllowlist;
+      p.network_allowlist.allow.push_back(*rule);
+    });
     spec.network_log_path = logs.path() + "/run" + std::to_string(i) + ".jsonl";
     auto result = RunSandboxed(spec);
     ASSERT_TRUE(result) << result.error().ToString();

@@ -14,6 +14,7 @@
 
 #include "sandbox/launcher.h"
 #include "sandbox_fixture.h"
+#include "tests/integration/test_policy.h"
 
 namespace sbx {
 namespace {
@@ -44,8 +45,10 @@ TEST(NetdDeath, KillsTheRunAtOnce) {
   testing::ScratchDir logs;
   RunSpec spec;
   spec.image_dir = testing::TestImage();
-  spec.policy.network = NetworkMode::kAllowlist;
-  spec.policy.limits.timeout_seconds = 60;
+  Policy policy;
+  policy.network = NetworkMode::kAllowlist;
+  policy.limits.timeout_seconds = 60;
+  spec.policy = testing::Checked(std::move(policy));
   spec.network_log_path = logs.path() + "/network.jsonl";
   testing::ScratchDir workspace;
   spec.workspace_dir = workspace.path();

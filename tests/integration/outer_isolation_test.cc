@@ -12,12 +12,14 @@
 #include <algorithm>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "sandbox/isolation/userns.h"
 #include "sandbox/workspace/workspace.h"
 #include "src/executor/executors.h"
 #include "src/executor/session_pool.h"
 #include "tests/integration/sandbox_fixture.h"
+#include "tests/integration/test_policy.h"
 
 namespace sbx::testing {
 namespace {
@@ -198,10 +200,8 @@ TEST(OuterIsolation, RefusesANetworkItCannotEnforce) {
     if (mode == NetworkMode::kAllowlist)
       policy.network_allowlist.allow.push_back(*ParseNetworkRule("pypi.org", "test"));
     const size_t before = EntriesWithPrefix("/tmp", "sbx-outer-").size();
-    RunSpec spec;
-    spec.policy = policy;
-    spec.argv = {"/bin/true"};
-    auto result = RunSandboxed(spec);
+    // Refused where a policy becomes a ValidPolicy, so it never reaches the launcher.
+    auto result = ValidPolicy::Check(policy);
     ASSERT_FALSE(result);
     EXPECT_EQ(result.error().code, ErrorCode::kInvalidInput);
     EXPECT_TRUE(Contains(result.error().message, "isolation")) << result.error().message;
@@ -220,7 +220,7 @@ TEST(OuterIsolation, LeavesNothingBehind) {
 
 TEST(OuterIsolation, ThePoolRefusesIt) {
   executor::PoolOptions options;
-  options.policy = OuterPolicy();
+  options.policy = Checked(OuterPolicy());
   auto pool = executor::SessionPool::Create(options);
   ASSERT_FALSE(pool);
   EXPECT_TRUE(Contains(pool.error().message, "isolation")) << pool.error().message;
@@ -232,8 +232,9 @@ TEST(OuterIsolation, ASessionKeepsStateAndEndsClean) {
   const size_t before = EntriesWithPrefix("/tmp", "sbx-outer-").size();
   {
     executor::ExecutorOptions options;
-    options.policy = OuterPolicy();
-    options.policy.limits.timeout_seconds = 30 * WallClockScale();
+    Policy policy = OuterPolicy();
+    policy.limits.timeout_seconds = 30 * WallClockScale();
+    options.policy = Checked(std::move(policy));
     options.outer_session_driver = std::string(SBX_SOURCE_TREE) + "/rootfs/session_driver.py";
     auto session = executor::SessionExecutor::Create(options);
     ASSERT_TRUE(session) << session.error().ToString();

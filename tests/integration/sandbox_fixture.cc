@@ -18,6 +18,7 @@
 #include "sandbox/isolation/userns.h"
 #include "sandbox/workspace/workspace.h"
 #include "tests/support/env_flag.h"
+#include "tests/integration/test_policy.h"
 
 namespace sbx::testing {
 
@@ -34,7 +35,7 @@ std::string TestImage() {
 RunResult RunInSandbox(const std::vector<std::string>& argv, const Policy& policy,
                        const std::string& workspace) {
   RunSpec spec;
-  spec.policy = policy;
+  spec.policy = Checked(policy);
   spec.argv = argv;
   // An outer run mounts no image, so it needs none.
   if (policy.isolation == Isolation::kNamespaces) spec.image_dir = TestImage();

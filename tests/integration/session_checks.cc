@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sandbox_fixture.h"
+#include "tests/integration/test_policy.h"
 
 namespace sbx::testing {
 namespace {
@@ -74,7 +75,8 @@ void ExpectSeccompFilterActive(executor::CodeExecutor& executor) {
 executor::ExecutorOptions TestExecutorOptions(double timeout_seconds) {
   executor::ExecutorOptions options;
   options.image_dir = TestImage();
-  options.policy.limits.timeout_seconds = timeout_seconds * WallClockScale();
+  options.policy = Changed(options.policy,
+                           [&](Policy& p) { p.limits.timeout_seconds = timeout_seconds * WallClockScale(); });
   options.grace_seconds = 1;
   return options;
 }

@@ -18,6 +18,7 @@
 #include "sandbox_fixture.h"
 #include "session_checks.h"
 #include "src/executor/process_memory.h"
+#include "tests/integration/test_policy.h"
 
 namespace sbx::executor {
 namespace {
@@ -169,7 +170,7 @@ TEST(SessionPool, PrefaultBudgetOverTheLimitIsRefused) {
 TEST(SessionPool, NetworkPoliciesOtherThanNoneAreRefused) {
   for (NetworkMode mode : {NetworkMode::kAllowlist, NetworkMode::kHost}) {
     PoolOptions options = Options(1);
-    options.policy.network = mode;
+    options.policy = testing::Changed(options.policy, [&](Policy& p) { p.network = mode; });
     auto pool = SessionPool::Create(options);
     ASSERT_FALSE(pool);
     EXPECT_EQ(pool.error().code, ErrorCode::kInvalidInput);
@@ -258,7 +259,7 @@ TEST(SessionPool, ManySessionsFitInTheZygotesMemoryLimit) {
   // zygote limited to the policy's 160 MiB alone, its cgroup's OOM killer took it (and with it
   // every session) at about 50 sessions.
   PoolOptions options = Options(0);
-  options.policy.limits.memory_bytes = 160ull << 20;
+  options.policy = testing::Changed(options.policy, [](Policy& p) { p.limits.memory_bytes = 160ull << 20; });
   options.max_sessions = 64;
   auto pool = NewPool(options);
   ASSERT_TRUE(pool);
@@ -410,7 +411,7 @@ TEST(SessionPool, SeccompFilterIsOnInPooledSessions) {
 
 TEST(SessionPool, OutOfMemoryIsReportedAndTheSessionIsReplaced) {
   PoolOptions options = Options(1);
-  options.policy.limits.memory_bytes = 384ull << 20;
+  options.policy = testing::Changed(options.policy, [](Policy& p) { p.limits.memory_bytes = 384ull << 20; });
   auto pool = NewPool(std::move(options));
   ASSERT_TRUE(pool);
   auto session = Acquire(*pool);

@@ -11,6 +11,7 @@
 #include "session_checks.h"
 #include "src/executor/executors.h"
 #include "src/executor/session_protocol.h"
+#include "tests/integration/test_policy.h"
 
 namespace sbx::executor {
 namespace {
@@ -83,7 +84,7 @@ os.write(1, b"\xa9 \xff\n")
 
 TEST(SessionStreaming, StreamedOutputStopsAtTheBudgetAndTheResultKeepsHeadAndTail) {
   auto options = sbx::testing::TestExecutorOptions();
-  options.policy.limits.output_bytes = 4096;
+  options.policy = testing::Changed(options.policy, [](Policy& p) { p.limits.output_bytes = 4096; });
   auto session = sbx::testing::NewSession(std::move(options));
   ASSERT_TRUE(session);
   Received received;
@@ -111,7 +112,7 @@ TEST(SessionStreaming, SilenceIsToldToTheSinkAsIdleChunks) {
 
 TEST(SessionStreaming, ForgedOutputFramesBeyondTheBudgetLoseTheSession) {
   auto options = sbx::testing::TestExecutorOptions();
-  options.policy.limits.output_bytes = 4096;
+  options.policy = testing::Changed(options.policy, [](Policy& p) { p.limits.output_bytes = 4096; });
   auto session = sbx::testing::NewSession(std::move(options));
   ASSERT_TRUE(session);
   // Within the budget a forged frame is only more of the code's own output.

@@ -130,5 +130,23 @@ TEST(MountPlan, ScratchCoversTheImageParentNotTheHostsTmp) {
   EXPECT_NE(plan.overlay_options.find("upperdir=/var/cache/sbx/images/upper"), std::string::npos);
 }
 
+// The run's extra files are planned with the mounts, not patched in afterwards.
+TEST(MountPlan, CarriesTheRootExtrasItWasGiven) {
+  const MountPlan plain = PrepareMountsInParent("/var/cache/sbx/images/abc", -1, "", -1, Limits{});
+  EXPECT_TRUE(plain.extras.resolv_conf.empty());
+  EXPECT_TRUE(plain.extras.ca_bundle.empty());
+  EXPECT_TRUE(plain.extras.expose_image_at.empty());
+  RootExtras extras;
+  extras.expose_image_at = "/.image";
+  extras.expose_library_at = "/.library.so";
+  extras.resolv_conf = "nameserver 127.0.0.1\n";
+  extras.ca_bundle = "BUNDLE";
+  const MountPlan plan = PrepareMountsInParent("/var/cache/sbx/images/abc", -1, "", -1, Limits{}, extras);
+  EXPECT_EQ(plan.extras.expose_image_at, "/.image");
+  EXPECT_EQ(plan.extras.expose_library_at, "/.library.so");
+  EXPECT_EQ(plan.extras.resolv_conf, "nameserver 127.0.0.1\n");
+  EXPECT_EQ(plan.extras.ca_bundle, "BUNDLE");
+}
+
 }  // namespace
 }  // namespace sbx

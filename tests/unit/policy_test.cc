@@ -5,8 +5,11 @@
 
 #include <filesystem>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "sandbox/launcher.h"
 
 namespace sbx {
 namespace {
@@ -165,6 +168,36 @@ TEST(Policy, EnvEntryValidation) {
   EXPECT_FALSE(ValidateEnvEntry("env", "1ABC", "x"));
   EXPECT_FALSE(ValidateEnvEntry("env", "A", std::string(40000, 'x')));
   EXPECT_FALSE(ValidateEnvEntry("env", "A", std::string("a\0b", 3)));
+}
+
+// A run is given a ValidPolicy, which only ValidPolicy::Check makes: no Policy converts to one.
+static_assert(std::is_same_v<decltype(RunSpec::policy), ValidPolicy>);
+static_assert(!std::is_constructible_v<ValidPolicy, Policy>);
+static_assert(!std::is_convertible_v<Policy, ValidPolicy>);
+
+// RunSpec's default policy (a default ValidPolicy) is the default Policy, which passes the check.
+TEST(ValidPolicy, TheDefaultPolicyIsValid) {
+  EXPECT_TRUE(ValidatePolicy(Policy{}));
+  auto checked = ValidPolicy::Check(Policy{});
+  ASSERT_TRUE(checked) << checked.error().ToString();
+  EXPECT_EQ(checked->get().limits.memory_bytes, ValidPolicy().get().limits.memory_bytes);
+  EXPECT_EQ(RunSpec().policy->limits.pids, Policy().limits.pids);
+}
+
+// An invalid policy is refused where it would become a ValidPolicy, with the field named, so it
+// never reaches the launcher (which no longer checks it).
+TEST(ValidPolicy, AnInvalidPolicyIsRefusedWithItsFieldNamed) {
+  Policy few_pids;
+  few_pids.limits.pids = 1;
+  auto refused = ValidPolicy::Check(few_pids);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kInvalidInput);
+  EXPECT_NE(refused.error().message.find("limits.pids"), std::string::npos) << refused.error().ToString();
+  Policy outer;
+  outer.isolation = Isolation::kOuter;  // with network "none", which it cannot enforce
+  auto outer_refused = ValidPolicy::Check(outer);
+  ASSERT_FALSE(outer_refused);
+  EXPECT_NE(outer_refused.error().message.find("isolation"), std::string::npos) << outer_refused.error().ToString();
 }
 
 }  // namespace
