@@ -161,7 +161,7 @@ int BuildDev(const MountPlan& plan) {
 // /usr straight from the image, read-only, over the overlay's: nothing under it is writable by
 // the sandbox user anyway (the image's files belong to root), so the program sees the same
 // files and permissions, but Python's hundreds of lookups there skip overlayfs, and so does the
-// eviction of their dentries when the namespace ends (about 1 ms of a `python3 -c pass`).
+// eviction of their dentries when the namespace ends.
 // An image without a /usr directory keeps the overlay's.
 int BindImageUsr() {
   struct stat usr {};

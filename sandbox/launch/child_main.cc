@@ -83,8 +83,8 @@ int CloseAllExcept(int keep_a, int keep_b) {
 }
 
 // 13. The program is a vfork-style child: it shares the init's memory until its execve, so
-//     no page tables are copied and none of its writes takes a copy-on-write fault (~1 ms of
-//     every start where page faults are slow, as under shadow paging; docs/performance.md). The
+//     no page tables are copied and none of its writes takes a copy-on-write fault (dear on
+//     hosts where page faults are slow, as under shadow paging; docs/performance.md). The
 //     init sleeps meanwhile. Without CLONE_FS, CLONE_FILES, CLONE_SIGHAND or CLONE_THREAD,
 //     what the child changes (ids, capabilities, fds, rlimits, cwd, seccomp, handlers) is its
 //     own. Every handler and ignored signal inherited from the runner is reset first, with all
@@ -214,7 +214,7 @@ void SandboxChildMain(const ChildPlan& plan) {
     if (int err = SetUpCaptureInChild(plan.capture, &step)) FailSetup(sync_fd, step, err);
   }
   // 12. On cgroup v1 the parent moves this process into the run's cgroups while the steps
-  //    above run (a move waits for an RCU grace period, ~13 ms); nothing of the program runs
+  //    above run (a move may wait for an RCU grace period); nothing of the program runs
   //    before "cgroup placed" arrives. Then a cgroup namespace rooted at the run's cgroup.
   if (!WaitForParent(sync_fd)) ::_exit(125);
   if (::unshare(CLONE_NEWCGROUP) != 0) FailSetup(sync_fd, ChildStep::kCgroupNamespace, errno);

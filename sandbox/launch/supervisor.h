@@ -50,8 +50,8 @@ struct SupervisionOutcome {
 // the pipes to EOF. Returns when no sandboxed process but the init is left, and the init is
 // either reaped or exiting (`init_exiting`, SIGKILL sent): once the init reports the program's
 // end it has killed and reaped everything else, and what remains of its exit is the kernel's
-// teardown of the namespaces (~0.5 ms of mounts and superblocks here), which bubblewrap does
-// not wait for either.
+// teardown of the namespaces (their mounts and superblocks), which bubblewrap does not wait
+// for either.
 SupervisionOutcome Supervise(const SupervisedChild& child, OutputCapture& out, OutputCapture& err,
                              double timeout_seconds, double grace_seconds,
                              const std::function<void()>& kill_all);

@@ -12,7 +12,7 @@
 // udp_tap.h). The program never holds them, and cannot open one (no capabilities).
 //
 // Not a packet socket: closing one waits for an RCU grace period (synchronize_net), which
-// added 9-13 ms to the end of every run.
+// would add that wait to the end of every run.
 #pragma once
 
 namespace sbx {

@@ -228,8 +228,8 @@ Result<std::unique_ptr<SeccompProgram>> Compile(const SeccompOptions& options) {
   // A binary search over the syscall numbers instead of a chain of comparisons. At install
   // the kernel runs the filter once per syscall number to find those it may allow without
   // running it (its action cache), and the arguments of clone, ioctl, socket and the like
-  // are checked on every call: through the 358-instruction chain seccomp() took 0.32-0.40 ms
-  // of each run's start here, through the search (376 instructions) 0.23-0.30 ms.
+  // are checked on every call: a search reaches any number in fewer instructions than a chain
+  // (the install's cost at each run's start: docs/performance.md).
   rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);
   if (rc < 0) return SysError(ErrorCode::kInternal, "seccomp_attr_set(CTL_OPTIMIZE)", -rc);
   SBX_TRY_CTX(AddAllRules(ctx.get(), options), "seccomp");
@@ -338,7 +338,7 @@ Result<const SeccompProgram*> CompileSeccompProgram(const SeccompOptions& option
   }
 #ifndef SBX_SECCOMP_NO_PREBUILT
   // The default filter was compiled by this same table and libseccomp at build time
-  // (sandbox/seccomp/gen/seccomp_gen.cc): each CLI start saves the ~1 ms compile. A unit test checks
+  // (sandbox/seccomp/gen/seccomp_gen.cc): each CLI start saves the compile. A unit test checks
   // it equals a fresh compile.
   if (options == SeccompOptions{}) {
     auto prebuilt = std::make_unique<SeccompProgram>();

@@ -1,7 +1,8 @@
 // sbx command-line entry point: dispatches to the subcommands; everything else is the library's.
 // `sbx agent` is a separate program (sbx-agent, next to sbx): the LLM client's libcurl pulls in
-// some thirty shared libraries whose loading and relocation cost every `sbx run` about 9 ms here,
-// so sbx itself links none of them (and its own libraries statically, see CMakeLists.txt).
+// some thirty shared libraries whose loading and relocation would cost every `sbx run`
+// milliseconds, so sbx itself links none of them (and its own libraries statically, see
+// CMakeLists.txt).
 #include <unistd.h>
 
 #include <cerrno>

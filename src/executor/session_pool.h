@@ -48,10 +48,10 @@ namespace sbx::executor {
 // that typical agent code reaches (DataFrame construction and describe, groupby, a figure).
 extern const char* const kDefaultZygoteWarmup;
 // A typical first execution (DataFrame construction, describe, groupby, repr). The zygote runs an
-// empty cell and then this once in a throwaway fork and learns which of its own pages they write
-// (about 1,600 pages); every session copies those pages while it is prepared
-// (rootfs/zygote_prefault.py), so its first execution does not take a copy-on-write fault for each
-// (a fault costs 5-10 us in a VM that backs guest pages on demand). The price: an idle session
+// empty cell and then this once in a throwaway fork and learns which of its own pages they write;
+// every session copies those pages while it is prepared (rootfs/zygote_prefault.py), so its
+// first execution does not take a copy-on-write fault for each (dear where the host backs guest
+// pages on demand; docs/performance.md). The price: an idle session
 // holds that memory from the start instead of from its first execution, so
 // PoolOptions::prefault_budget_bytes caps it (the empty cell's pages first: every first execution
 // writes those).
@@ -79,8 +79,8 @@ struct PoolOptions {
   // execution or its Close, and during each later execution), at most this long, and not at
   // all once fewer than half the warm sessions are ready (clients then take sessions faster
   // than deferred refills make them). A spawn (the zygote's fork, mounts, the pre-fault) and
-  // an execution contend for page-table work that a 2-core VM does not run in parallel:
-  // together, a first describe took 85-100 ms instead of 40-45 ms (sbx_pool_bench;
+  // an execution contend for the same page-table work, so on a host with few cores a refill
+  // beside a first execution slows the execution a client waits for (sbx_pool_bench;
   // docs/performance.md). 0: refill at once.
   double refill_deferral_seconds = 0.5;
 };

@@ -2,7 +2,7 @@
 // when they are destroyed, and a thread of the pool finishes it.
 //
 // Ending a session is mostly waiting: its exit tears down its mount namespace (the kernel waits
-// for an RCU grace period before it frees the unmounted tree, about 13 ms on a cgroup v1 host),
+// for an RCU grace period before it frees the unmounted tree),
 // then its cgroup and its workspace are removed. Done inline, that was most of the time
 // of a loop that acquires, runs and drops sessions back to back.
 //

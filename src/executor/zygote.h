@@ -53,10 +53,10 @@ struct ZygoteOptions {
 
 // What each live session leaves charged to the zygote's memory cgroup: the page tables its
 // fork copied, and the zygote's pages it still maps after the zygote wrote its own copies
-// (about 2 MiB measured). A cgroup keeps the charge of a page it was first charged for when
-// the session moves to a cgroup of its own, so the zygote's memory limit is the policy's plus
-// this much per session it may hold; without it, a pool of the default policy lost its zygote
-// to the cgroup's OOM killer at about 220 sessions.
+// (about half of this; docs/performance.md). A cgroup keeps the charge of a page it was first
+// charged for when the session moves to a cgroup of its own, so the zygote's memory limit is
+// the policy's plus this much per session it may hold; without it, a pool of the default
+// policy lost its zygote to the cgroup's OOM killer after a few hundred sessions.
 inline constexpr uint64_t kSessionResidueBytes = uint64_t{4} << 20;
 
 // One of the zygote's max_sessions places, held by a session from its spawn to its end.

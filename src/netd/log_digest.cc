@@ -1,8 +1,8 @@
 // A running SHA-256 with libcrypto's SHA256_* functions; see log_digest.h.
 //
 // Not the EVP interface: its first use initialises all of libcrypto (reads openssl.cnf, loads
-// the error strings, registers every cipher and builds the provider's name map), about 0.7 ms
-// of CPU in every run's netd, most of it while the sandbox is being set up beside it. SHA256_*
+// the error strings, registers every cipher and builds the provider's name map): CPU in every
+// run's netd, most of it spent while the sandbox is being set up beside it. SHA256_*
 // is the same implementation without that machinery; OpenSSL 3 marks it deprecated, not gone.
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include "src/netd/log_digest.h"
