@@ -43,8 +43,9 @@ for applet in sh ls cat mkdir id true echo grep mount tail wget; do
 done
 cp "${programs[@]}" "$rootfs/usr/local/bin/"
 cp "$root/tools/container/sbx-probe.sh" "$rootfs/usr/local/bin/sbx-probe"
-# Shared libraries by the paths the dynamic loader was linked with.
-for lib in $(ldd "${programs[@]}" | grep -o '/[^ ]*\.so[^ ]*' | sort -u); do
+# Shared libraries by the paths the dynamic loader was linked with: ldd's indented lines, not
+# the header it prints for each of several files (the session library's own name ends in .so).
+for lib in $(ldd "${programs[@]}" | grep '^[[:space:]]' | grep -o '/[^ ]*\.so[^ ]*' | sort -u); do
   mkdir -p "$rootfs$(dirname "$lib")"
   cp -L "$lib" "$rootfs$lib"
 done
