@@ -146,6 +146,12 @@ struct PoolCore {
     }
   }
 
+  // Sessions still ending hold their places until they are gone: a spawn on a client's behalf
+  // (a new session, or the replacement of a lost one) waits for those rather than refuse.
+  void WaitForEndingSessionsIfFull() {
+    if (zygote->full()) (void)reaper.WaitIdle(options.start_timeout_seconds);
+  }
+
   // Warm sessions below which refills no longer yield to executions: half the target, at
   // least one.
   size_t LowWater() const { return std::max<size_t>(1, (options.warm_sessions + 1) / 2); }
@@ -193,9 +199,7 @@ struct PoolCore {
       return MakeError(ErrorCode::kUnavailable,
                        "pool: the zygote has ended" + (last_error.empty() ? "" : " (last error: " + last_error + ")"));
     }
-    // Sessions still ending hold their places until they are gone: wait for those rather than
-    // refuse.
-    if (zygote->full()) (void)reaper.WaitIdle(options.start_timeout_seconds);
+    WaitForEndingSessionsIfFull();
     auto session = SpawnWarm();
     if (session) {
       std::lock_guard<std::mutex> lock(mutex);
@@ -242,6 +246,7 @@ Result<std::unique_ptr<DriverProcess>> PooledSessionExecutor::StartDriver() {
     std::lock_guard<std::mutex> lock(core_->mutex);
     if (core_->stopping) return MakeError(ErrorCode::kUnavailable, "pool: closed; this session cannot be replaced");
   }
+  core_->WaitForEndingSessionsIfFull();
   SBX_ASSIGN_OR_RETURN(auto driver, core_->zygote->Spawn(workspace_, workspace_name_));
   host_pid_ = driver->host_pid();
   return std::unique_ptr<DriverProcess>(std::move(driver));

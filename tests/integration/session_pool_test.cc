@@ -236,14 +236,26 @@ TEST(SessionPool, BelowHalfTheWarmSessionsARefillNoLongerWaits) {
   EXPECT_GE(pool->WaitForWarm(2, 40), 2u) << "a pool below half its warm sessions waited for the deferral";
 }
 
-TEST(SessionPool, SessionsBeyondMaxSessionsAreRefusedUntilOneEnds) {
+// A pool that holds at most two sessions (max_sessions), with both taken.
+struct PoolOfTwo {
+  std::unique_ptr<SessionPool> pool;
+  std::unique_ptr<PooledSessionExecutor> first, second;
+};
+
+PoolOfTwo FullPoolOfTwo() {
   PoolOptions options = Options(0);
   options.max_sessions = 2;
-  auto pool = NewPool(options);
-  ASSERT_TRUE(pool);
-  auto first = Acquire(*pool);
-  auto second = Acquire(*pool);
-  ASSERT_TRUE(first && second);
+  PoolOfTwo full{NewPool(options), nullptr, nullptr};
+  if (full.pool) {
+    full.first = Acquire(*full.pool);
+    full.second = Acquire(*full.pool);
+  }
+  return full;
+}
+
+TEST(SessionPool, SessionsBeyondMaxSessionsAreRefusedUntilOneEnds) {
+  auto [pool, first, second] = FullPoolOfTwo();
+  ASSERT_TRUE(pool && first && second);
   auto third = pool->Acquire();
   ASSERT_FALSE(third);
   EXPECT_EQ(third.error().code, ErrorCode::kUnavailable);
@@ -252,6 +264,18 @@ TEST(SessionPool, SessionsBeyondMaxSessionsAreRefusedUntilOneEnds) {
   auto again = Acquire(*pool);
   ASSERT_TRUE(again);
   EXPECT_EQ(Python(*again, "print(6 * 7)").stdout_text, "42\n");
+}
+
+TEST(SessionPool, AReplacementWaitsForEndingSessionsAtMaxSessions) {
+  auto [pool, first, second] = FullPoolOfTwo();
+  ASSERT_TRUE(pool && first && second);
+  (void)Python(*second, "import os; os._exit(3)");  // its session is lost, its place given back
+  auto third = Acquire(*pool);  // takes that place: the pool is full again
+  ASSERT_TRUE(third);
+  first.reset();  // still ending while the second replaces its session
+  const CodeResult replaced = Python(*second, "print(6 * 7)");
+  EXPECT_EQ(replaced.stdout_text, "42\n") << replaced.notice;
+  EXPECT_NE(replaced.notice.find("fresh session"), std::string::npos) << replaced.notice;
 }
 
 TEST(SessionPool, ManySessionsFitInTheZygotesMemoryLimit) {
