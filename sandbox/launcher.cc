@@ -372,7 +372,6 @@ Result<RunInputs> OpenRunInputs(const RunSpec& spec) {
 // so this stays where it was made).
 struct PreparedRun {
   RunLayers layers;
-  CgroupEnforcement enforced;
   std::optional<OuterArea> area;
   std::unique_ptr<AllowlistRun> allowlist;
   ChildChannels channels;
@@ -392,7 +391,6 @@ Result<void> PrepareRun(const RunSpec& spec, const RunInputs& inputs, RunResult&
   // The seccomp program and the cgroup, or what stands in where the policy accepts losing one.
   SBX_ASSIGN_OR_RETURN(run.layers, DecideRunLayers(result.run_id, policy, spec.cgroup_options));
   result.degraded = run.layers.degraded;
-  run.enforced = run.layers.enforcement();
   // A held workspace is the caller's; without any, /workspace is a tmpfs inside the sandbox
   // (nothing to create on the host's disk, nothing to remove, nothing to copy back).
   const Workspace* workspace = spec.held_workspace          ? spec.held_workspace
@@ -420,12 +418,12 @@ Result<void> PrepareRun(const RunSpec& spec, const RunInputs& inputs, RunResult&
   plan.capabilities = capabilities;
   plan.seccomp = run.layers.seccomp;
   if (inputs.outer) {
-    PlanOuterRun(spec, *workspace, *run.area, run.enforced, plan);
+    PlanOuterRun(spec, *workspace, *run.area, run.layers.enforcement(), plan);
     return Ok{};
   }
   plan.root_mode = inputs.mapping->root_mode;
   return PlanTheSandbox(spec, *inputs.image, workspace, inputs.session_library ? &*inputs.session_library : nullptr,
-                        run.allowlist.get(), run.enforced, plan);
+                        run.allowlist.get(), run.layers.enforcement(), plan);
 }
 
 // The child once cloned: its pid and the pidfd that holds it.
@@ -531,8 +529,8 @@ void SuperviseAndCollect(const RunSpec& spec, bool outer, PreparedRun& run, cons
   if (run.allowlist) run.allowlist->Finish(&result.network);
 
   FillResult(spec, outcome, out, err, usage, result);
-  result.enforcement = outer ? DescribeOuterEnforcement(run.enforced, run.plan.seccomp != nullptr)
-                             : DescribeEnforcement(policy, run.plan, run.enforced, outcome);
+  result.enforcement = outer ? DescribeOuterEnforcement(run.layers.enforcement(), run.plan.seccomp != nullptr)
+                             : DescribeEnforcement(policy, run.plan, run.layers.enforcement(), outcome);
 }
 
 }  // namespace
