@@ -1,11 +1,21 @@
-// ASCII case folding for protocol text (host names, header and variable names, URL schemes):
-// locale-free, so no locale folds a byte outside A-Z, and a UTF-8 byte is never changed.
+// ASCII case folding for protocol text (host names, header and variable names, URL schemes),
+// and the one plain-name rule for what becomes a directory name (run ids, pooled workspaces):
+// locale-free, so no locale folds or admits a byte outside ASCII.
 #pragma once
 
 #include <string>
 #include <string_view>
 
 namespace sbx {
+
+// [A-Za-z0-9-]{1,max_length}: safe as one path component (no '/', no '.', no "..").
+inline bool IsAsciiAlnumDashName(std::string_view name, size_t max_length) {
+  if (name.empty() || name.size() > max_length) return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
 
 inline char AsciiLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 

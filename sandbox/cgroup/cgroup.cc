@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/ascii.h"
 #include "sandbox/cgroup/cgroup_internal.h"
 
 namespace sbx {
@@ -126,16 +127,7 @@ std::string DescribeCgroupSupport(const CgroupOptions& options) {
   return out.empty() ? "cgroups disabled by options" : out;
 }
 
-bool IsValidRunId(const std::string& id) {
-  if (id.empty() || id.size() > 64) return false;
-  for (char c : id) {
-    // Explicit ranges: isalnum() depends on the locale.
-    bool ok =
-        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
+bool IsValidRunId(const std::string& id) { return IsAsciiAlnumDashName(id, 64); }
 
 std::string NewRunId() {
   static std::atomic<unsigned> counter{0};

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/ascii.h"
 #include "sandbox/fs/mounts.h"
 #include "sandbox/isolation/capabilities.h"
 #include "sandbox/isolation/loopback.h"
@@ -42,22 +43,12 @@ int Fail(ChildStep failed, int err, char* step, size_t step_size) {
   return Fail(ChildStepName(failed), err, step, step_size);
 }
 
-// [A-Za-z0-9-]{1,64}: one directory directly under the zygote's /workspace.
-bool IsWorkspaceName(const char* name) {
-  size_t length = 0;
-  for (; name[length] != '\0'; ++length) {
-    const char c = name[length];
-    if (length == 64 || !((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-      return false;
-  }
-  return length > 0;
-}
-
 int EnterSession(const char* name, int workspace_fd, uint64_t rootfs_size, uint64_t tmp_size, char* step,
                  size_t step_size) {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
     return Fail("die with the zygote (PR_SET_PDEATHSIG)", errno, step, step_size);
-  if (name == nullptr || !IsWorkspaceName(name))
+  // One directory directly under the zygote's /workspace.
+  if (name == nullptr || !IsAsciiAlnumDashName(name, 64))
     return Fail("workspace name (one directory of [A-Za-z0-9-], at most 64)", EINVAL, step, step_size);
   // The image as the zygote sees it, before this session's mount namespace exists: the one
   // re-opened in it must be the same directory.
