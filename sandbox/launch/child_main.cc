@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sandbox/isolation/close_fds.h"
 #include "sandbox/isolation/loopback.h"
 #include "sandbox/isolation/privileges.h"
 #include "sandbox/isolation/userns.h"
@@ -36,15 +37,10 @@ void DropPrivileges(const ChildPlan& plan) {
   if (int err = DropPrivilegesInChild(plan.capabilities, plan.root_mode, &step)) FailSetup(plan.sync_fd, step, err);
 }
 
-// The init keeps only its two descriptors: everything else it inherited from the runner
-// (pipes, other runs' fds, O_PATH fds of host directories) is closed.
+// The init keeps only its two descriptors.
 int CloseAllExcept(int keep_a, int keep_b) {
-  unsigned low = static_cast<unsigned>(keep_a < keep_b ? keep_a : keep_b);
-  unsigned high = static_cast<unsigned>(keep_a < keep_b ? keep_b : keep_a);
-  if (low > 0 && ::syscall(SYS_close_range, 0U, low - 1, 0U) != 0) return errno;
-  if (high > low + 1 && ::syscall(SYS_close_range, low + 1, high - 1, 0U) != 0) return errno;
-  if (::syscall(SYS_close_range, high + 1, ~0U, 0U) != 0) return errno;
-  return 0;
+  const int keep[] = {keep_a < keep_b ? keep_a : keep_b, keep_a < keep_b ? keep_b : keep_a};
+  return CloseAllFdsExcept(keep, 2);
 }
 
 // Runs in the vfork-style child (see SpawnProgram), which shares the init's memory until its

@@ -7,7 +7,6 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +16,7 @@
 #include "base/ascii.h"
 #include "sandbox/fs/mounts.h"
 #include "sandbox/isolation/capabilities.h"
+#include "sandbox/isolation/close_fds.h"
 #include "sandbox/isolation/loopback.h"
 #include "sandbox/isolation/privileges.h"
 #include "sandbox/isolation/rlimits.h"
@@ -88,9 +88,8 @@ int KeepOnlyChannel(int channel) {
     if (fd != null && ::dup2(null, fd) < 0) return errno;
   }
   if (null > 2) ::close(null);
-  if (channel > 3 && ::syscall(SYS_close_range, 3U, static_cast<unsigned>(channel - 1), 0U) != 0) return errno;
-  if (::syscall(SYS_close_range, static_cast<unsigned>(channel + 1), ~0U, 0U) != 0) return errno;
-  return 0;
+  const int keep[] = {0, 1, 2, channel};
+  return CloseAllFdsExcept(keep, 4);
 }
 
 int LockDownSession(int channel, const unsigned long long* rlimits, size_t pairs, int last_cap,
