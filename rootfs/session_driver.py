@@ -288,7 +288,7 @@ class Session:
         except OSError:
             pass
 
-    def run(self, idle_seconds):
+    def run(self, idle_seconds, before_first_cell=None):
         write_frame(self.channel, json.dumps(
             {"op": "ready", "python": sys.version.split()[0]}).encode())
         while True:
@@ -312,6 +312,9 @@ class Session:
             except (EOFError, ProtocolError) as e:
                 sys.stderr.write("sbx session driver: missing source frame: %s\n" % e)
                 return 3
+            if before_first_cell is not None:
+                before_first_cell()
+                before_first_cell = None
             reply = self.execute(header, source)
             # Lone surrogates (from a repr, say) would make the JSON invalid: replaced.
             text = json.dumps(reply, ensure_ascii=False)
@@ -480,8 +483,9 @@ class Session:
         return saved
 
 
-def serve(channel, idle_seconds):
-    """Runs the session on `channel`; also the entry of a session forked by zygote.py."""
+def serve(channel, idle_seconds, before_first_cell=None):
+    """Runs the session on `channel`; also the entry of a session forked by zygote.py, which
+    passes `before_first_cell` (called once, when the first execution has arrived)."""
     os.environ.setdefault("MPLBACKEND", "Agg")
     # plt.show() on Agg returns at once; its "non-interactive" warning is noise here.
     warnings.filterwarnings("ignore", message=".*non-interactive.*")
@@ -489,7 +493,7 @@ def serve(channel, idle_seconds):
     sys.argv = ["cell"]
     session = Session(channel)
     try:
-        return session.run(idle_seconds)
+        return session.run(idle_seconds, before_first_cell)
     finally:
         session.remove_cell_dir()
 

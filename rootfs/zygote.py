@@ -12,7 +12,7 @@ never runs untrusted code. Protocol on fd 0 (frames as in session_driver.py):
   host   -> {"op": "config", "library": "/.sbx-session-setup.so", "seccomp": base64 BPF,
              "last_cap": 40, "rootfs_size_bytes": N, "tmp_size_bytes": N,
              "idle_seconds": 900.0, "warmup": "code", "prefault": "code",
-             "prefault_budget_pages": 1024}
+             "prefault_budget_pages": 1024, "first_execution_prefault_pages": 4096}
   zygote -> {"op": "ready", "threads": 1}            the stack is imported and warmed up
   host   -> {"op": "spawn", "workspace": "s-7", "rlimits": [[resource, value], ...]}
             with SCM_RIGHTS: the session's socket and an O_PATH fd of its workspace directory
@@ -34,9 +34,12 @@ are sbx_session_enter, 5-8 sbx_session_lock_down, as the cold path's sandbox/lau
   7. stdin, stdout, stderr on /dev/null; every other fd but the session socket closed;
   8. installs the seccomp filter (the program the host sent, with TSYNC): the last step of
      the isolation; copies the zygote pages a first execution would write (zygote_prefault.py,
-     learned once at start from an empty cell and the pre-fault code, within the budget), so
-     the first request does not pay for those faults; then sends {"op": "prepared"};
-  9. serves session_driver.py's protocol on the socket (its "ready" frame first).
+     learned once at start from an empty cell and the pre-fault code, within
+     prefault_budget_pages), so the first request does not pay for those faults; then sends
+     {"op": "prepared"};
+  9. serves session_driver.py's protocol on the socket (its "ready" frame first); when the
+     first execution arrives, copies the learned pages that did not fit the first budget
+     (within first_execution_prefault_pages) in one batch before the cell runs.
 A step that fails sends {"op": "setup_failed", "step": ..., "errno": ..., "message": ...} on
 the session socket and exits 125: the host discards the session and says which step failed.
 A library that cannot be loaded (one built for a newer glibc than the image's) ends the zygote
@@ -103,11 +106,12 @@ def check(err, step):
 
 
 class Zygote:
-    def __init__(self, control, config, lib, prefault_ranges):
+    def __init__(self, control, config, lib, prefault_ranges, first_execution_ranges):
         self.control = control
         self.config = config
         self.lib = lib
-        self.prefault_ranges, self.prefault_count = zygote_prefault.pack(prefault_ranges)
+        self.prefault = zygote_prefault.pack(prefault_ranges)
+        self.first_execution_prefault = zygote_prefault.pack(first_execution_ranges)
         self.seccomp = base64.b64decode(config["seccomp"])
         if not self.seccomp or len(self.seccomp) % 8:
             raise ValueError("seccomp program: %d bytes, not a whole number of instructions"
@@ -213,7 +217,7 @@ class Zygote:
             # fds 1 and 2 are /dev/null now; Python's own objects for them are made anew.
             sys.stdout = open(1, "w", closefd=False)
             sys.stderr = open(2, "w", closefd=False)
-            self.lib.sbx_prefault(self.prefault_ranges, self.prefault_count)
+            self.lib.sbx_prefault(*self.prefault)
             session_driver.write_frame(channel, b'{"op": "prepared"}')
         except SetupError as e:
             self.fail(channel, e.step, e.errno, e.detail)
@@ -221,8 +225,11 @@ class Zygote:
             self.fail(channel, step, e.errno or 5, str(e))
         except BaseException as e:  # anything else is a setup failure too: fail closed
             self.fail(channel, step, 5, repr(e))
+        rest, count = self.first_execution_prefault
         try:
-            code = session_driver.serve(channel, float(self.config.get("idle_seconds", 0)))
+            code = session_driver.serve(channel, float(self.config.get("idle_seconds", 0)),
+                                        (lambda: self.lib.sbx_prefault(rest, count)) if count
+                                        else None)
         except BaseException:
             code = 3
         os._exit(code)
@@ -287,14 +294,20 @@ def main():
     gc.collect()
     gc.freeze()
     prefault_code = config.get("prefault", "")
-    budget = int(config.get("prefault_budget_pages", 0))
-    prefault_ranges = (zygote_prefault.learn(*first_executions(lib, prefault_code), budget)
-                       if prefault_code and budget > 0 else [])
+    budgets = [int(config.get("prefault_budget_pages", 0)),
+               int(config.get("first_execution_prefault_pages", 0))]
+    prefault_ranges, first_execution_ranges = (
+        zygote_prefault.learn(*first_executions(lib, prefault_code), budgets)
+        if prefault_code and sum(budgets) > 0 else ([], []))
     threads = len(os.listdir("/proc/self/task"))
-    zygote = Zygote(control, config, lib, prefault_ranges)
+    zygote = Zygote(control, config, lib, prefault_ranges, first_execution_ranges)
+
+    def pages(ranges):
+        return sum(n for _, n in ranges) // zygote_prefault.PAGE
     session_driver.write_frame(control.fileno(), json.dumps(
         {"op": "ready", "threads": threads, "python_threads": threading.active_count(),
-         "prefault_pages": sum(n for _, n in prefault_ranges) // zygote_prefault.PAGE}).encode())
+         "prefault_pages": pages(prefault_ranges),
+         "first_execution_prefault_pages": pages(first_execution_ranges)}).encode())
     if threads != 1:
         sys.stderr.write("sbx zygote: %d threads after the imports; refusing to fork\n" % threads)
         return 3

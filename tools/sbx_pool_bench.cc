@@ -3,11 +3,13 @@
 // for reference bare python3 of the image and the floor of any pool here (kForkFloorScript).
 //
 //   build/sbx_pool_bench [--image DIR] [--iterations N] [--warm N] [--seconds S] [--prefault-mib M]
-//                        [--refill-deferral-ms MS] [--threads 1,2,4]
+//                        [--first-execution-prefault-mib M] [--refill-deferral-ms MS] [--threads 1,2,4]
 //
 // --prefault-mib sets PoolOptions::prefault_budget_bytes (default the pool's 4 MiB; 0 turns the
-// pre-fault off, 64 takes every page learned), to see what the pre-fault trades: first-execution
-// latency for memory. --refill-deferral-ms sets PoolOptions::refill_deferral_seconds (default
+// pre-fault while a session is prepared off, 64 takes every page learned), to see what it
+// trades: first-execution latency for idle memory. --first-execution-prefault-mib sets
+// PoolOptions::first_execution_prefault_bytes (default 16 MiB; 0 leaves the learned pages past
+// the first budget to faults). --refill-deferral-ms sets PoolOptions::refill_deferral_seconds (default
 // 500 ms; 0 refills while sessions execute), for its A/B. --threads sets the client threads of
 // the throughput lines (and the floor's process counts); each pooled line prints its ratio to
 // the floor measured in the same run.
@@ -27,6 +29,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "src/executor/executors.h"
 #include "src/executor/process_memory.h"
 #include "src/executor/session_pool.h"
@@ -40,15 +44,20 @@ using Clock = std::chrono::steady_clock;
 
 const char* const kCode = "import pandas as pd; pd.DataFrame({\"a\": range(1000)}).describe()";
 
-// The floor of any pool on this machine, without sbx: the image's Python with the zygote's
-// imports and warm-up forks children itself. A child forked ahead and told to go answers the
+// The floor of any pool on this machine, without sbx: the image's Python in the zygote's state
+// (its imports, the pool's warm-up code, everything frozen out of the collector's reach)
+// forks children itself. A child forked ahead and told to go answers the
 // describe (and its repr, as the driver returns it) after its copy-on-write faults; a
 // fork + describe + exit loop bounds the rate on one and two cores.
 const char* const kForkFloorScript = R"py(
-import os, sys, time, statistics
-import pandas as pd, numpy, matplotlib, scipy
+import gc, os, sys, time
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot, numpy, pandas as pd, scipy
+exec(compile(WARMUP, "<sbx warm-up>", "exec"), {"__name__": "__sbx_warmup__"})
 CODE = 'pd.DataFrame({"a": range(1000)}).describe()'
 repr(eval(CODE))
+gc.collect(); gc.freeze()
 
 def answer_in_preforked_child():
     go_r, go_w = os.pipe(); done_r, done_w = os.pipe()
@@ -111,7 +120,9 @@ Floor RunFloor(const std::string& image, const std::vector<int>& workers) {
   Floor floor;
   std::string counts;
   for (int count : workers) counts += std::to_string(count) + ",";
-  const std::string script = "WORKERS = (" + counts + ")\n" + kForkFloorScript;
+  // A JSON string is a Python string literal too.
+  const std::string script = "WORKERS = (" + counts + ")\nWARMUP = " +
+                             nlohmann::json(sbx::executor::kDefaultZygoteWarmup).dump() + "\n" + kForkFloorScript;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return floor;
   const pid_t pid = sbx::bench::SpawnImagePython(image, script, -1, -1, fds[1]);
@@ -179,6 +190,7 @@ int main(int argc, char** argv) {
   int iterations = 30;
   size_t warm = 4;
   size_t prefault_budget = sbx::executor::kDefaultPrefaultBudgetBytes;
+  size_t first_execution_prefault = sbx::executor::kDefaultFirstExecutionPrefaultBytes;
   double seconds = 5;
   std::vector<int> thread_counts = {1, 2, 4};
   double refill_deferral_seconds = sbx::executor::PoolOptions{}.refill_deferral_seconds;
@@ -191,6 +203,8 @@ int main(int argc, char** argv) {
     else if (flag == "--refill-deferral-ms") refill_deferral_seconds = std::atof(argv[i + 1]) / 1000;
     else if (flag == "--threads") thread_counts = ParseCounts(argv[i + 1]);
     else if (flag == "--prefault-mib") prefault_budget = static_cast<size_t>(std::atof(argv[i + 1]) * (1 << 20));
+    else if (flag == "--first-execution-prefault-mib")
+      first_execution_prefault = static_cast<size_t>(std::atof(argv[i + 1]) * (1 << 20));
   }
   const std::vector<CodeBlock> blocks = {{"python", kCode}};
   std::printf("code: %s\n\n", kCode);
@@ -231,6 +245,7 @@ int main(int argc, char** argv) {
     pool_options.image_dir = image;
     pool_options.warm_sessions = warm;
     pool_options.prefault_budget_bytes = prefault_budget;
+    pool_options.first_execution_prefault_bytes = first_execution_prefault;
     pool_options.refill_deferral_seconds = refill_deferral_seconds;
     pool.reset();
     auto pool_start = Clock::now();
@@ -240,9 +255,10 @@ int main(int argc, char** argv) {
       return 1;
     }
     pool = std::move(*created);
-    std::printf("\n[pool, %zu warm sessions, pre-fault budget %.1f MiB: %zu pages learned and pre-copied, refill "
-                "deferral %.0f ms]\n",
-                warm, prefault_budget / 1048576.0, pool->prefault_pages(), refill_deferral_seconds * 1000);
+    std::printf("\n[pool, %zu warm sessions, pre-fault budgets %.1f MiB while prepared and %.1f MiB at the first "
+                "execution: %zu and %zu pages learned, refill deferral %.0f ms]\n",
+                warm, prefault_budget / 1048576.0, first_execution_prefault / 1048576.0, pool->prefault_pages(),
+                pool->first_execution_prefault_pages(), refill_deferral_seconds * 1000);
     std::printf("%-44s %8.2f ms\n", "pool start (zygote imports + warm-up)", Ms(pool_start));
     pool->WaitForWarm(warm, 30);
     std::vector<double> pooled, acquire_only, idle_memory;

@@ -1,9 +1,10 @@
 // Measures what the warm pool's pre-fault buys on a machine whose load varies: one process, two
-// pools (PoolOptions::prefault_budget_bytes = --budget MiB, default the pool's 4, and 0: off),
-// acquisitions alternating between them, so both see the same load. Each sample is acquire +
-// the describe, end to end.
+// pools (one with PoolOptions::prefault_budget_bytes = --budget MiB, default the pool's 4, and
+// first_execution_prefault_bytes = --first-execution MiB, default the pool's 16; the other with
+// both 0: off), acquisitions alternating between them, so both see the same load. Each sample is
+// acquire + the describe, end to end.
 //
-//   build/sbx_pool_prefault_ab [--image DIR] [--pairs N] [--budget MiB]
+//   build/sbx_pool_prefault_ab [--image DIR] [--pairs N] [--budget MiB] [--first-execution MiB]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,11 +31,13 @@ int main(int argc, char** argv) {
   std::string image;
   int pairs = 40;
   size_t budget = sbx::executor::kDefaultPrefaultBudgetBytes;
+  size_t first_execution = sbx::executor::kDefaultFirstExecutionPrefaultBytes;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--image") image = argv[i + 1];
     else if (flag == "--pairs") pairs = std::max(1, std::atoi(argv[i + 1]));
     else if (flag == "--budget") budget = static_cast<size_t>(std::atof(argv[i + 1]) * (1 << 20));
+    else if (flag == "--first-execution") first_execution = static_cast<size_t>(std::atof(argv[i + 1]) * (1 << 20));
   }
   std::unique_ptr<sbx::executor::SessionPool> pools[2];
   const char* const names[2] = {"pre-faulted", "not pre-faulted"};
@@ -43,6 +46,7 @@ int main(int argc, char** argv) {
     options.image_dir = image;
     options.warm_sessions = 2;
     options.prefault_budget_bytes = p == 0 ? budget : 0;
+    options.first_execution_prefault_bytes = p == 0 ? first_execution : 0;
     auto pool = sbx::executor::SessionPool::Create(options);
     if (!pool) {
       std::fprintf(stderr, "pool: %s\n", pool.error().ToString().c_str());

@@ -271,6 +271,10 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
     return InvalidInput("pool: prefault_budget_bytes must be at most " + std::to_string(kMaxPrefaultBudgetBytes) +
                         " (256 MiB); 0 turns the pre-fault off");
   }
+  if (options.first_execution_prefault_bytes > kMaxPrefaultBudgetBytes) {
+    return InvalidInput("pool: first_execution_prefault_bytes must be at most " +
+                        std::to_string(kMaxPrefaultBudgetBytes) + " (256 MiB); 0 leaves those pages to faults");
+  }
   auto core = std::make_shared<PoolCore>();
   core->options = options;
   auto image_dir = ResolveImageDir(options.image_dir.empty() ? options.policy->image : options.image_dir);
@@ -290,6 +294,7 @@ Result<std::unique_ptr<SessionPool>> SessionPool::Create(PoolOptions options) {
   zygote_options.warmup_code = options.warmup_code;
   zygote_options.prefault_code = options.prefault_code;
   zygote_options.prefault_budget_bytes = options.prefault_budget_bytes;
+  zygote_options.first_execution_prefault_bytes = options.first_execution_prefault_bytes;
   zygote_options.max_sessions = options.max_sessions;
   auto zygote = Zygote::Start(zygote_options, core->root);
   if (!zygote) return zygote.error().Context("pool");
@@ -304,6 +309,10 @@ SessionPool::~SessionPool() { core_->Shutdown(); }
 const std::string& SessionPool::workspaces_root() const { return core_->root.path; }
 
 size_t SessionPool::prefault_pages() const { return core_->zygote->prefault_pages(); }
+
+size_t SessionPool::first_execution_prefault_pages() const {
+  return core_->zygote->first_execution_prefault_pages();
+}
 
 bool SessionPool::WaitForRetired(double timeout_seconds) const { return core_->reaper.WaitIdle(timeout_seconds); }
 

@@ -49,15 +49,15 @@ namespace sbx::executor {
 extern const char* const kDefaultZygoteWarmup;
 // A typical first execution (DataFrame construction, describe, groupby, repr). The zygote runs an
 // empty cell and then this once in a throwaway fork and learns which of its own pages they write;
-// every session copies those pages while it is prepared (rootfs/zygote_prefault.py), so its
-// first execution does not take a copy-on-write fault for each (dear where the host backs guest
-// pages on demand; docs/performance.md). The price: an idle session
-// holds that memory from the start instead of from its first execution, so
-// PoolOptions::prefault_budget_bytes caps it (the empty cell's pages first: every first execution
-// writes those).
+// every session copies those pages (rootfs/zygote_prefault.py), so its first execution does not
+// take a copy-on-write fault for each (dear under shadow paging; docs/performance.md): the first
+// PoolOptions::prefault_budget_bytes of them while it is prepared (the empty cell's pages first:
+// every first execution writes those), since an idle session holds them from the start; the next
+// PoolOptions::first_execution_prefault_bytes in one batch when its first execution arrives.
 extern const char* const kDefaultPrefaultCode;
 inline constexpr size_t kMaxPoolSessions = 8192;
 inline constexpr size_t kDefaultPrefaultBudgetBytes = size_t{4} << 20;
+inline constexpr size_t kDefaultFirstExecutionPrefaultBytes = size_t{16} << 20;
 inline constexpr size_t kMaxPrefaultBudgetBytes = size_t{256} << 20;
 
 struct PoolOptions {
@@ -74,6 +74,12 @@ struct PoolOptions {
   // Pre-copied memory per session, at most. 4 MiB keeps an idle session within the pool's
   // 8 MiB target (it holds ~3.3 MiB without any pre-fault); 0 turns the pre-fault off.
   size_t prefault_budget_bytes = kDefaultPrefaultBudgetBytes;
+  // More of the learned pages, past prefault_budget_bytes, copied in one batch when a session's
+  // first execution arrives, before the cell runs: an idle session does not hold them, and a
+  // used one copies them at a third of what a fault each costs where faults are dear. A cell
+  // that writes fewer of them holds the rest anyway (the default pre-fault code learns ~3.5 MiB
+  // more than the 4 MiB above). 0: those pages are left to faults.
+  size_t first_execution_prefault_bytes = kDefaultFirstExecutionPrefaultBytes;
   double start_timeout_seconds = 120;
   // Refilling waits while any pooled session executes (from Acquire to the end of its first
   // execution or its Close, and during each later execution), at most this long, and not at
@@ -138,8 +144,10 @@ class SessionPool {
   // are destroyed. True once every session dropped so far is gone with its cgroup and
   // workspace (blocks up to `timeout_seconds`).
   bool WaitForRetired(double timeout_seconds) const;
-  // Pages each session pre-copies (what the zygote learned, within the budget).
+  // Pages each session pre-copies while it is prepared, and when its first execution arrives
+  // (what the zygote learned, within each budget).
   size_t prefault_pages() const;
+  size_t first_execution_prefault_pages() const;
   // The directory that holds every session's workspace (removed with the pool).
   const std::string& workspaces_root() const;
 

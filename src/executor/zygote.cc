@@ -50,6 +50,7 @@ Result<std::string> ConfigJson(const ZygoteOptions& options) {
   SBX_ASSIGN_OR_RETURN(auto capabilities, PrepareCapabilitiesInParent());
   const auto& instructions = (*seccomp)->instructions;
   const Limits& limits = options.policy->limits;
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   nlohmann::json config = {
       {"op", "config"},
       {"library", kZygoteSessionLibrary},
@@ -60,7 +61,8 @@ Result<std::string> ConfigJson(const ZygoteOptions& options) {
       {"idle_seconds", options.session_idle_seconds},
       {"warmup", options.warmup_code},
       {"prefault", options.prefault_code},
-      {"prefault_budget_pages", options.prefault_budget_bytes / static_cast<size_t>(::sysconf(_SC_PAGESIZE))},
+      {"prefault_budget_pages", options.prefault_budget_bytes / page},
+      {"first_execution_prefault_pages", options.first_execution_prefault_bytes / page},
   };
   return config.dump();
 }
@@ -241,6 +243,7 @@ Result<std::unique_ptr<Zygote>> Zygote::Start(const ZygoteOptions& options, cons
                      "zygote: not ready to fork (it must be single-threaded): " + reply.substr(0, 200));
   }
   zygote->prefault_pages_ = ready.value("prefault_pages", size_t{0});
+  zygote->first_execution_prefault_pages_ = ready.value("first_execution_prefault_pages", size_t{0});
   return zygote;
 }
 

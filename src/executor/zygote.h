@@ -48,6 +48,7 @@ struct ZygoteOptions {
   std::string warmup_code;             // run once in the zygote before it forks anything
   std::string prefault_code;           // its pages are learned in a fork (zygote_prefault.py)
   size_t prefault_budget_bytes = 0;    // pre-copied per session at most; 0: no pre-fault
+  size_t first_execution_prefault_bytes = 0;  // more learned pages, copied at the first execution
   size_t max_sessions = 256;           // alive at once (warm, in use or ending); Spawn refuses more
 };
 
@@ -112,8 +113,10 @@ class Zygote {
   bool full() const { return *live_sessions_ >= options_.max_sessions; }
   // Kills the zygote's sandbox and with it every session; idempotent.
   void Stop();
-  // Pages each session pre-copies, as the zygote reported when it was ready.
+  // Pages each session pre-copies while it is prepared, and when its first execution arrives,
+  // as the zygote reported when it was ready.
   size_t prefault_pages() const { return prefault_pages_; }
+  size_t first_execution_prefault_pages() const { return first_execution_prefault_pages_; }
 
  private:
   Zygote(const ZygoteOptions& options, std::unique_ptr<DriverProcess> driver);
@@ -124,6 +127,7 @@ class Zygote {
   std::mutex control_mutex_;  // one request at a time on the control socket
   std::shared_ptr<std::atomic<size_t>> live_sessions_ = std::make_shared<std::atomic<size_t>>(0);
   size_t prefault_pages_ = 0;
+  size_t first_execution_prefault_pages_ = 0;
 };
 
 // Where the zygote lives inside the image.
