@@ -483,14 +483,21 @@ class Session:
         return saved
 
 
-def serve(channel, idle_seconds, before_first_cell=None):
-    """Runs the session on `channel`; also the entry of a session forked by zygote.py, which
-    passes `before_first_cell` (called once, when the first execution has arrived)."""
+def set_up_process():
+    """What every session's process needs before its first cell. Idempotent: zygote.py runs it
+    once before it forks, so a session's own run finds the regular expression compiled and the
+    environment set, and copies fewer of the zygote's pages."""
     os.environ.setdefault("MPLBACKEND", "Agg")
     # plt.show() on Agg returns at once; its "non-interactive" warning is noise here.
     warnings.filterwarnings("ignore", message=".*non-interactive.*")
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     sys.argv = ["cell"]
+
+
+def serve(channel, idle_seconds, before_first_cell=None):
+    """Runs the session on `channel`; also the entry of a session forked by zygote.py, which
+    passes `before_first_cell` (called once, when the first execution has arrived)."""
+    set_up_process()
     session = Session(channel)
     try:
         return session.run(idle_seconds, before_first_cell)

@@ -16,8 +16,10 @@ never runs untrusted code. Protocol on fd 0 (frames as in session_driver.py):
   zygote -> {"op": "ready", "threads": 1}            the stack is imported and warmed up
   host   -> {"op": "spawn", "workspace": "s-7", "rlimits": [[resource, value], ...]}
             with SCM_RIGHTS: the session's socket and an O_PATH fd of its workspace directory
-Each spawn forks a session that becomes pid 1 of a fresh pid namespace and, in this order (2-4
-are sbx_session_enter, 5-8 sbx_session_lock_down, as the cold path's sandbox/launcher.h):
+Each spawn forks a session that becomes pid 1 of a fresh pid namespace (the library's fork, so
+that before CPython's after-fork callbacks run it copies the zygote pages a set-up writes:
+zygote_prefault.Fork) and, in this order (2-4 are sbx_session_enter, 5-8
+sbx_session_lock_down, as the cold path's sandbox/launcher.h):
   1. dies with the zygote (PR_SET_PDEATHSIG); writes one byte on its socket, to which the
      kernel attaches its pid as the host sees it (the host set SO_PASSCRED), so the host can
      hold it with a pidfd and move it into its cgroup (cgroup v1) meanwhile;
@@ -34,9 +36,9 @@ are sbx_session_enter, 5-8 sbx_session_lock_down, as the cold path's sandbox/lau
   7. stdin, stdout, stderr on /dev/null; every other fd but the session socket closed;
   8. installs the seccomp filter (the program the host sent, with TSYNC): the last step of
      the isolation; copies the zygote pages a first execution would write (zygote_prefault.py,
-     learned once at start from an empty cell and the pre-fault code, within
-     prefault_budget_pages), so the first request does not pay for those faults; then sends
-     {"op": "prepared"};
+     learned once at start from an empty cell and the pre-fault code, within what is left of
+     prefault_budget_pages after the fork's), so the first request does not pay for those
+     faults; then sends {"op": "prepared"};
   9. serves session_driver.py's protocol on the socket (its "ready" frame first); when the
      first execution arrives, copies the learned pages that did not fit the first budget
      (within first_execution_prefault_pages) in one batch before the cell runs.
@@ -106,10 +108,13 @@ def check(err, step):
 
 
 class Zygote:
-    def __init__(self, control, config, lib, prefault_ranges, first_execution_ranges):
+    def __init__(self, control, config, lib, learned):
+        fork_ranges, prefault_ranges, first_execution_ranges = learned
         self.control = control
         self.config = config
         self.lib = lib
+        self.fork = zygote_prefault.Fork(config["library"])
+        self.fork_prefault = zygote_prefault.pack(fork_ranges)
         self.prefault = zygote_prefault.pack(prefault_ranges)
         self.first_execution_prefault = zygote_prefault.pack(first_execution_ranges)
         self.seccomp = base64.b64decode(config["seccomp"])
@@ -178,7 +183,7 @@ class Zygote:
     def spawn(self, request, channel, workspace_fd):
         name = request.get("workspace", "")
         check(self.lib.sbx_zygote_unshare_pid(), "unshare(CLONE_NEWPID)")
-        pid = os.fork()
+        pid = self.fork(self.fork_prefault)
         if pid == 0:
             self.session_child(channel, workspace_fd, name, request.get("rlimits", []))
         # Back to our own pid namespace for the next fork (an unshare(CLONE_NEWPID) on top of
@@ -253,6 +258,14 @@ def warm_up(code):
     import scipy  # noqa: F401
     if code:
         exec(compile(code, "<sbx warm-up>", "exec"), {"__name__": "__sbx_warmup__"})
+    # matplotlib empties its font cache in every forked child (a cached font refers to the
+    # FreeType library of the process that made it). Emptied here once, the zygote has none left
+    # to free, so a fork no longer copies the ~150 pages that freeing them writes; a session
+    # loads its own fonts, as it did.
+    import matplotlib.font_manager
+    font_cache = getattr(matplotlib.font_manager, "_get_font", None)
+    if font_cache is not None and hasattr(font_cache, "cache_clear"):
+        font_cache.cache_clear()
 
 
 def first_executions(lib, code):
@@ -289,6 +302,7 @@ def main():
     if lib is None:
         return 3
     warm_up(config.get("warmup", ""))
+    session_driver.set_up_process()
     # Everything alive now moves to the permanent generation: a session's collections then
     # never walk (and so never copy) the zygote's objects.
     gc.collect()
@@ -296,18 +310,18 @@ def main():
     prefault_code = config.get("prefault", "")
     budgets = [int(config.get("prefault_budget_pages", 0)),
                int(config.get("first_execution_prefault_pages", 0))]
-    prefault_ranges, first_execution_ranges = (
-        zygote_prefault.learn(*first_executions(lib, prefault_code), budgets)
-        if prefault_code and sum(budgets) > 0 else ([], []))
+    learned = (zygote_prefault.learn(*first_executions(lib, prefault_code), budgets)
+               if prefault_code and sum(budgets) > 0 else ([], [], []))
     threads = len(os.listdir("/proc/self/task"))
-    zygote = Zygote(control, config, lib, prefault_ranges, first_execution_ranges)
+    zygote = Zygote(control, config, lib, learned)
 
     def pages(ranges):
         return sum(n for _, n in ranges) // zygote_prefault.PAGE
     session_driver.write_frame(control.fileno(), json.dumps(
         {"op": "ready", "threads": threads, "python_threads": threading.active_count(),
-         "prefault_pages": pages(prefault_ranges),
-         "first_execution_prefault_pages": pages(first_execution_ranges)}).encode())
+         "fork_prefault_pages": pages(learned[0]),
+         "prefault_pages": pages(learned[0]) + pages(learned[1]),
+         "first_execution_prefault_pages": pages(learned[2])}).encode())
     if threads != 1:
         sys.stderr.write("sbx zygote: %d threads after the imports; refusing to fork\n" % threads)
         return 3

@@ -9,22 +9,29 @@ pages in one madvise(MADV_POPULATE_WRITE) costs about a third of that per page, 
 faults' own entries and exits are what cost most (docs/performance.md).
 
   learn(prepare, runs, budgets)
-                    in the zygote, once: forks a throwaway child that calls prepare(), then
-                    each of runs() in turn (the zygote's stand-ins for a first execution: an
-                    empty cell, then a typical one) and reports, from /proc/self/pagemap, the
-                    zygote pages each made the child's own copy of; returns them as one list of
-                    (address, length) ranges per budget in `budgets` (pages), the earlier runs'
-                    first: the first budget gets the pages every first execution writes (the
-                    driver's own) before those only the typical one does, the next budget the
-                    pages the first one had no room for, and so on.
-  pack(ranges)      the ranges as the session library's sbx_prefault takes them: one call
-                    breaks the sharing of all of them (MADV_POPULATE_WRITE).
+                    in the zygote, once: forks a throwaway child that calls prepare() (a
+                    session's set-up, as far as a throwaway child can do it), then each of
+                    runs() in turn (the zygote's stand-ins for a first execution: an empty cell,
+                    then a typical one) and reports, from its own and the zygote's
+                    /proc/PID/pagemap, the zygote pages the fork and each step made the child's
+                    own copy of, as (address, length) ranges in three lists: the fork's and
+                    prepare()'s (within the first budget), then the runs' within the rest of
+                    the first budget (the empty cell's first: every first execution writes
+                    those), then the runs' past it within the second budget.
+  Fork(library)     os.fork with the session library's sbx_zygote_fork in its place: the child
+                    copies the first list before CPython's after-fork callbacks run, which
+                    alone copy ~240 of the zygote's pages.
+  pack(ranges)      the ranges as the session library takes them: one call breaks the sharing
+                    of all of them (MADV_POPULATE_WRITE).
 
-A session copies the first list while it is prepared, so the pages are ready before it is
-handed out; every such page is private memory an idle session holds, so that budget is small.
-It copies the second list when its first execution arrives, before the cell runs: no longer
-ahead of time, but in one batch instead of a fault each, and only in a session that is used.
-Pages past both budgets are copied by the first execution as before, each by its own fault.
+A session copies the first list at its fork, the second once it is isolated, and the third
+when its first execution arrives, before the cell runs. The first two are private memory an
+idle session holds from the start (the first mostly pages its set-up copies anyway), so they
+share the first budget; the third waits for a session that is used, and is copied in one
+batch instead of a fault each. Pages past both budgets are copied by the first execution as
+before, each by its own fault. The first list's copies are made before the host moves the
+session into its own cgroup, so they are charged to the zygote's, as the set-up's own faults
+always were.
 
 The pre-fault writes no data: it only makes private copies a write would have made anyway, so
 nothing of the learning child (which has ended) or of the zygote reaches a session that the
@@ -50,10 +57,10 @@ def _writable_private_mappings():
     return ranges
 
 
-def _present_pages(mappings):
-    """Page numbers in `mappings` that are present: (mapped by this process alone, shared)."""
+def _present_pages(mappings, process="self"):
+    """Page numbers in `mappings` that are present in `process`: (mapped by it alone, shared)."""
     own, shared = set(), set()
-    with open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
+    with open("/proc/%s/pagemap" % process, "rb", buffering=0) as pagemap:
         for low, high in mappings:
             first = low // PAGE
             pagemap.seek(first * 8)
@@ -90,17 +97,25 @@ def _within_budgets(written_by_run, budgets):
 def _probe(report_fd, prepare, runs, budgets):
     prepare()
     mappings = _writable_private_mappings()
-    own, shared = _present_pages(mappings)
-    written_by_run = []
+    # The zygote waits for this report, so its pages stay as they were at the fork. Only copies
+    # of pages it has count: a page it never touched would be a fresh allocation in a session
+    # (under transparent huge pages, maybe a whole 2 MiB one).
+    zygote_own, zygote_shared = _present_pages(mappings, os.getppid())
+    zygote = zygote_own | zygote_shared
+    own, _ = _present_pages(mappings)
+    # What the fork (CPython's after-fork callbacks) and prepare() copied: a session's set-up.
+    written_by_run = [own & zygote]
     for run in runs:
         run()
         now, _ = _present_pages(mappings)
-        # Only copies of pages the zygote has: a page it never touched would be a fresh
-        # allocation in a session (under transparent huge pages, maybe a whole 2 MiB one).
-        written_by_run.append((now - own) & shared)
+        written_by_run.append((now - own) & zygote)
         own = now
+    # The set-up's pages are of use only at the fork: by a first execution they are copied.
+    prepared, first_execution = budgets
+    (at_fork,) = _within_budgets(written_by_run[:1], [prepared])
+    lists = [at_fork] + _within_budgets(written_by_run[1:], [prepared - len(at_fork), first_execution])
     data = b""
-    for chosen in _within_budgets(written_by_run, budgets):
+    for chosen in lists:
         ranges = _runs(chosen)
         data += struct.pack("<Q", len(ranges)) + b"".join(struct.pack("<QQ", *r) for r in ranges)
     view = memoryview(data)
@@ -109,8 +124,10 @@ def _probe(report_fd, prepare, runs, budgets):
 
 
 def learn(prepare, runs, budgets):
-    """The zygote pages that runs() write in a fresh fork: a list of ranges per budget (pages);
-    every list empty on failure."""
+    """The zygote pages a fresh fork and then runs() write, within `budgets` (pages): those a
+    session copies while it is prepared, those it copies at its first execution. Three lists of
+    ranges: the fork's and prepare()'s own (copied at the fork, within the first budget), the
+    rest of the first budget (the runs'), the second budget's; all empty on failure."""
     read_end, write_end = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
     if pid == 0:
@@ -131,8 +148,8 @@ def learn(prepare, runs, budgets):
     os.close(read_end)
     _, status = os.waitpid(pid, 0)
     if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-        return [[] for _ in budgets]
-    return _parse_report(b"".join(chunks), len(budgets))
+        return [], [], []
+    return _parse_report(b"".join(chunks), 3)
 
 
 def _parse_report(data, lists):
@@ -144,6 +161,32 @@ def _parse_report(data, lists):
         result.append([struct.unpack_from("<QQ", data, offset + 16 * i) for i in range(count)])
         offset += 16 * count
     return result
+
+
+class Fork:
+    """Forks as os.fork does (PyOS_BeforeFork, fork, PyOS_AfterFork_Child or _Parent, the GIL
+    held throughout), with the session library's sbx_zygote_fork as the fork: the child copies
+    `ranges` (packed) before the after-fork callbacks run."""
+
+    def __init__(self, library_path):
+        self.lib = ctypes.PyDLL(library_path)  # keeps the GIL across the call, as os.fork
+        self.lib.sbx_zygote_fork.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_size_t]
+        self.lib.sbx_zygote_fork.restype = ctypes.c_int
+        self.api = ctypes.pythonapi
+        for name in ("PyOS_BeforeFork", "PyOS_AfterFork_Parent", "PyOS_AfterFork_Child"):
+            getattr(self.api, name).argtypes = []
+            getattr(self.api, name).restype = None
+
+    def __call__(self, packed_ranges):
+        self.api.PyOS_BeforeFork()
+        pid = self.lib.sbx_zygote_fork(*packed_ranges)
+        if pid == 0:
+            self.api.PyOS_AfterFork_Child()
+            return 0
+        self.api.PyOS_AfterFork_Parent()
+        if pid < 0:
+            raise OSError(-pid, os.strerror(-pid))
+        return pid
 
 
 def pack(ranges):

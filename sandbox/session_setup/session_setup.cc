@@ -148,6 +148,13 @@ extern "C" void sbx_prefault(const unsigned long long* ranges, size_t range_coun
   }
 }
 
+extern "C" int sbx_zygote_fork(const unsigned long long* ranges, size_t range_count) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return -errno;
+  if (pid == 0) sbx_prefault(ranges, range_count);
+  return pid;
+}
+
 extern "C" int sbx_zygote_unshare_pid(void) { return ::unshare(CLONE_NEWPID) == 0 ? 0 : errno; }
 
 extern "C" int sbx_zygote_setns_pid(int pid_namespace_fd) {

@@ -10,7 +10,8 @@
  * versions it asks for are all in the image's libc (tests/integration).
  *
  * Usage, in the zygote (single-threaded: nothing here is called while another thread runs):
- *   1. `sbx_zygote_unshare_pid()`, fork; in the parent `sbx_zygote_setns_pid(own_pid_ns_fd)`.
+ *   1. `sbx_zygote_unshare_pid()`, `sbx_zygote_fork(ranges, count)`; in the parent
+ *      `sbx_zygote_setns_pid(own_pid_ns_fd)`.
  *   2. In the session child, after its hello byte:
  *      `sbx_session_enter(name, workspace_fd, rootfs_size, tmp_size, step, sizeof step)`:
  *      parent-death signal; the workspace name checked; new mount, net, ipc and uts
@@ -50,6 +51,12 @@ int sbx_session_lock_down(int channel, const unsigned long long* rlimits, size_t
  * pages of `range_count` {address, length} pairs in `ranges` now, as a write would
  * (MADV_POPULATE_WRITE, Linux 5.14); a range that no longer maps is skipped. */
 void sbx_prefault(const unsigned long long* ranges, size_t range_count);
+/* fork(), and in the child sbx_prefault(ranges, range_count) before it returns: the zygote
+ * calls it as os.fork calls fork() (PyOS_BeforeFork, and after it PyOS_AfterFork_Child or
+ * _Parent, with the GIL held throughout), so the pages CPython's after-fork callbacks and a
+ * session's set-up write are copied in one batch instead of a fault each. Returns the child's
+ * pid in the parent, 0 in the child, -errno if there is no child. */
+int sbx_zygote_fork(const unsigned long long* ranges, size_t range_count);
 
 #ifdef __cplusplus
 }

@@ -51,8 +51,9 @@ extern const char* const kDefaultZygoteWarmup;
 // empty cell and then this once in a throwaway fork and learns which of its own pages they write;
 // every session copies those pages (rootfs/zygote_prefault.py), so its first execution does not
 // take a copy-on-write fault for each (dear under shadow paging; docs/performance.md): the first
-// PoolOptions::prefault_budget_bytes of them while it is prepared (the empty cell's pages first:
-// every first execution writes those), since an idle session holds them from the start; the next
+// PoolOptions::prefault_budget_bytes of them (with the pages its set-up writes, copied at its
+// fork) while it is prepared (the empty cell's pages first: every first execution writes those),
+// since an idle session holds them from the start; the next
 // PoolOptions::first_execution_prefault_bytes in one batch when its first execution arrives.
 extern const char* const kDefaultPrefaultCode;
 inline constexpr size_t kMaxPoolSessions = 8192;
@@ -65,14 +66,17 @@ struct PoolOptions {
   std::string image_dir;     // as ResolveImageDir takes it: a name, a dir; empty: policy.image
   size_t warm_sessions = 4;  // 0..64 sessions kept ready; 0 forks each on Acquire
   // Sessions alive at once, warm ones included (warm_sessions..kMaxPoolSessions): Acquire
-  // fails beyond it. The zygote's memory limit grows by kSessionResidueBytes (zygote.h) each.
+  // fails beyond it. The zygote's memory limit grows by kSessionResidueBytes (zygote.h) and
+  // prefault_budget_bytes each.
   size_t max_sessions = 256;
   double session_idle_seconds = 900;  // a session (warm or in use) ends after this idle time
   CgroupOptions cgroup_options;
   std::string warmup_code = kDefaultZygoteWarmup;
   std::string prefault_code = kDefaultPrefaultCode;  // empty: no pre-fault
-  // Pre-copied memory per session, at most. 4 MiB keeps an idle session within the pool's
-  // 8 MiB target (it holds ~3.3 MiB without any pre-fault); 0 turns the pre-fault off.
+  // Pre-copied memory per session before it is handed out, at most: at its fork the pages its
+  // set-up copies anyway (in one batch instead of a fault each), once it is isolated pages a
+  // first execution writes. 4 MiB keeps an idle session within the pool's 8 MiB target (it
+  // holds ~3.3 MiB without any pre-fault); 0 turns this pre-fault off.
   size_t prefault_budget_bytes = kDefaultPrefaultBudgetBytes;
   // More of the learned pages, past prefault_budget_bytes, copied in one batch when a session's
   // first execution arrives, before the cell runs: an idle session does not hold them, and a

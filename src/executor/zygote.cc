@@ -210,11 +210,13 @@ Result<std::unique_ptr<Zygote>> Zygote::Start(const ZygoteOptions& options, cons
   RunSpec spec;
   Policy zygote_policy = options.policy.get();
   zygote_policy.limits.timeout_seconds = LimitRanges::kMaxTimeout;  // lives as long as the pool
-  // Room for what its sessions leave charged to its cgroup (kSessionResidueBytes), within the
-  // host's RAM. The zygote runs no untrusted code; each session's own use is limited in its own
-  // cgroup.
+  // Room for what its sessions leave charged to its cgroup (kSessionResidueBytes, and the pages
+  // each copies at its fork, before it is moved into its own cgroup: at most the pre-fault
+  // budget), within the host's RAM. The zygote runs no untrusted code; each session's own use is
+  // limited in its own cgroup.
+  const uint64_t per_session = kSessionResidueBytes + options.prefault_budget_bytes;
   zygote_policy.limits.memory_bytes =
-      std::min(HostMemoryBytes(), options.policy->limits.memory_bytes + options.max_sessions * kSessionResidueBytes);
+      std::min(HostMemoryBytes(), options.policy->limits.memory_bytes + options.max_sessions * per_session);
   SBX_ASSIGN_OR_RETURN(spec.policy, ValidPolicy::Check(std::move(zygote_policy)));
   spec.argv = {"/usr/bin/python3", kZygotePath};
   spec.image_dir = options.image_dir;
