@@ -73,6 +73,24 @@ TEST(SessionPool, StatePersistsWithinAPooledSession) {
   EXPECT_EQ(second.value.value_or(""), "42");
 }
 
+// The zygote forks through the session library and runs CPython's after-fork callbacks itself
+// (zygote_prefault.Fork): `random` reseeds in each child, so no two sessions draw the same
+// numbers. The control: one session draws the same numbers again once it reseeds with the state
+// it started from.
+TEST(SessionPool, EachSessionDrawsItsOwnRandomNumbers) {
+  auto pool = NewPool(Options(2));
+  ASSERT_TRUE(pool);
+  auto a = Acquire(*pool);
+  auto b = Acquire(*pool);
+  ASSERT_TRUE(a && b);
+  const std::string draw = "import random\nstate = random.getstate()\nrandom.getrandbits(64)";
+  const std::string from_a = Python(*a, draw).value.value_or("");
+  const std::string from_b = Python(*b, draw).value.value_or("");
+  ASSERT_FALSE(from_a.empty());
+  EXPECT_NE(from_a, from_b) << "two sessions drew the same 64 random bits";
+  EXPECT_EQ(Python(*a, "random.setstate(state)\nrandom.getrandbits(64)").value.value_or(""), from_a);
+}
+
 // The zygote runs the warm-up itself, and learns which of its pages a first execution writes by
 // running the pre-fault code in a throwaway fork; each session copies those pages before it is
 // handed out. Nothing of either may reach a session: not their variables, not their files.
