@@ -319,7 +319,6 @@ def main():
         return sum(n for _, n in ranges) // zygote_prefault.PAGE
     session_driver.write_frame(control.fileno(), json.dumps(
         {"op": "ready", "threads": threads, "python_threads": threading.active_count(),
-         "fork_prefault_pages": pages(learned[0]),
          "prefault_pages": pages(learned[0]) + pages(learned[1]),
          "first_execution_prefault_pages": pages(learned[2])}).encode())
     if threads != 1:

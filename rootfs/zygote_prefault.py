@@ -83,10 +83,9 @@ def _runs(pages):
 
 def _within_budgets(written_by_run, budgets):
     """One set of pages per budget: the earlier runs' pages first, each run's in address order,
-    every budget filled before the next, no page in two sets."""
-    in_order = []
-    for pages in written_by_run:
-        in_order.extend(sorted(pages - set(in_order)))
+    every budget filled before the next. The runs' sets are disjoint (each holds only the pages
+    its run copied), so no page is in two sets."""
+    in_order = [page for pages in written_by_run for page in sorted(pages)]
     chosen, start = [], 0
     for budget in budgets:
         chosen.append(set(in_order[start:start + budget]))

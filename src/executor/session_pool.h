@@ -81,8 +81,8 @@ struct PoolOptions {
   // More of the learned pages, past prefault_budget_bytes, copied in one batch when a session's
   // first execution arrives, before the cell runs: an idle session does not hold them, and a
   // used one copies them at a third of what a fault each costs where faults are dear. A cell
-  // that writes fewer of them holds the rest anyway (the default pre-fault code learns ~3.5 MiB
-  // more than the 4 MiB above). 0: those pages are left to faults.
+  // that writes fewer of them holds the rest anyway (the default pre-fault code leaves ~7 MiB
+  // of them past the 4 MiB above). 0: those pages are left to faults.
   size_t first_execution_prefault_bytes = kDefaultFirstExecutionPrefaultBytes;
   double start_timeout_seconds = 120;
   // Refilling waits while any pooled session executes (from Acquire to the end of its first
