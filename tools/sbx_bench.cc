@@ -38,7 +38,8 @@ namespace sbx::bench {
 namespace {
 
 // A configuration is a command prefix; the workload's argv is appended to it. Placeholders:
-// {sbx} the sbx binary, {image} the root directory, {ws} a scratch workspace (mode 0777).
+// {sbx} the sbx binary, {floor} sbx_namespace_floor (next to this program), {image} the root
+// directory, {ws} a scratch workspace (mode 0777).
 // Quotes ('...' "...") group words. The lead adjusts these lines as sbx's flags settle.
 struct ConfigSpec {
   std::string name;
@@ -54,6 +55,10 @@ const ConfigSpec kDefaultConfigs[] = {
     // The kernel floor: the same six namespaces, nothing else (the host's root, no limits).
     {"unshare", "unshare --user --map-user=1000 --map-group=1000 --mount --pid --fork --net --ipc"
      " --uts --"},
+    // The same floor without util-linux's dynamic start (a static PIE, like sbx), and with it
+    // the least that enforces sbx's default limits on cgroup v2 or v1 (sbx_namespace_floor.cc).
+    {"floor", "{floor} --limits none --"},
+    {"floor-limits", "{floor} --limits auto --"},
     {"sbx", "{sbx} run --image {image} --"},
     {"sbx-rlimits", "{sbx} run --image {image} --allow-degraded cgroup --cgroup none --"},
 };
@@ -78,6 +83,7 @@ struct Options {
   int rounds = 0;  // 0: each workload's default
   std::string image;
   std::string sbx;
+  std::string floor;  // sbx_namespace_floor, next to this program
   std::vector<std::string> only;
   std::vector<std::string> configs;  // empty: all
   std::vector<std::string> added;    // names given with --config
@@ -401,7 +407,9 @@ std::vector<Row> BenchWorkload(Runner& runner, const Options& opt, const Workloa
       continue;
     }
     for (std::string& w : *prefix) {
-      w = ReplaceAll(ReplaceAll(ReplaceAll(w, "{sbx}", opt.sbx), "{image}", opt.image), "{ws}", ws);
+      w = ReplaceAll(ReplaceAll(ReplaceAll(ReplaceAll(w, "{sbx}", opt.sbx), "{floor}", opt.floor),
+                                "{image}", opt.image),
+                     "{ws}", ws);
       commands[c].args.push_back(w);
     }
     for (std::string& w : *words) commands[c].args.push_back(w);
@@ -494,7 +502,7 @@ constexpr char kUsage[] =
     "                 [--configs NAME[,...]] [--config NAME=COMMAND_PREFIX] [--markdown]\n"
     "                 [--gap-ms MS] [--timeout-s S]\n"
     "workloads: true, pass, import. --config adds or replaces a configuration; in its prefix\n"
-    "{sbx}, {image} and {ws} are replaced, and quotes group words.\n"
+    "{sbx}, {floor}, {image} and {ws} are replaced, and quotes group words.\n"
     "--gap-ms sleeps between runs: >=30 exposes per-start cgroup-migration (RCU) costs that\n"
     "back-to-back starts hide.\n";
 
@@ -591,10 +599,10 @@ int Main(int argc, char** argv) {
   }
 
   std::error_code ec;
-  if (opt.sbx.empty()) {
-    std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    opt.sbx = (ec ? std::filesystem::path("sbx") : self.parent_path() / "sbx").string();
-  }
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path here = ec ? std::filesystem::path(".") : self.parent_path();
+  if (opt.sbx.empty()) opt.sbx = ec ? "sbx" : (here / "sbx").string();
+  opt.floor = (here / "sbx_namespace_floor").string();
 
   char ws_template[] = "/tmp/sbx_bench.XXXXXX";
   if (mkdtemp(ws_template) == nullptr || chmod(ws_template, 0777) != 0) {
