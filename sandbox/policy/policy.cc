@@ -2,11 +2,10 @@
 // checks are netpolicy's (network_allowlist_json.h).
 #include "sandbox/policy/policy.h"
 
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "base/env_name.h"
 #include "base/range_check.h"
@@ -16,15 +15,12 @@
 
 namespace sbx {
 
+// MemTotal of /proc/meminfo, from sysinfo(2): every start checks the policy, and reading
+// meminfo through an ifstream cost ~0.4 ms there (the kernel's report, iostreams' first use).
 uint64_t HostMemoryBytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  while (meminfo >> key) {
-    if (key == "MemTotal:" && meminfo >> kib) return kib * 1024;
-    meminfo.ignore(1 << 10, '\n');
-  }
-  return 1ull << 40;
+  struct sysinfo info {};
+  if (::sysinfo(&info) != 0 || info.totalram == 0) return 1ull << 40;
+  return static_cast<uint64_t>(info.totalram) * (info.mem_unit == 0 ? 1 : info.mem_unit);
 }
 
 bool Policy::AllowsDegraded(Layer layer) const {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -13,6 +14,16 @@
 
 namespace sbx {
 namespace {
+
+// The memory bounds check against the host's RAM as /proc/meminfo reports it.
+TEST(Policy, HostMemoryIsMemTotal) {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (meminfo >> key && key != "MemTotal:") meminfo.ignore(1 << 10, '\n');
+  ASSERT_TRUE(meminfo >> kib) << "no MemTotal in /proc/meminfo";
+  EXPECT_EQ(HostMemoryBytes(), kib * 1024);
+}
 
 TEST(Policy, ShippedDefaultMatchesBuiltInDefaults) {
   auto loaded = LoadPolicyFile(std::string(SBX_POLICY_DIR) + "/default.json");

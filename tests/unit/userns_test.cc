@@ -47,6 +47,16 @@ TEST(IdMapping, ParsesProcIdMaps) {
   EXPECT_EQ((*ranges)[1].count, 1u);
   EXPECT_FALSE(ParseIdMap("0 1000000\n"));
   EXPECT_FALSE(ParseIdMap("0 1 2 3\n"));
+  EXPECT_FALSE(ParseIdMap("0 1x 2\n"));
+  EXPECT_FALSE(ParseIdMap("0 -1 2\n"));
+  EXPECT_FALSE(ParseIdMap("0 4294967296 1\n"));  // above 2^32 - 1
+  auto widest = ParseIdMap("\t0\t4294967295 1");  // tabs, no final newline
+  ASSERT_TRUE(widest);
+  ASSERT_EQ(widest->size(), 1u);
+  EXPECT_EQ((*widest)[0].outside, 4294967295u);
+  auto blank = ParseIdMap("\n   \n");
+  ASSERT_TRUE(blank);
+  EXPECT_TRUE(blank->empty());
 }
 
 TEST(IdMapping, RootlessMapsTheCallerTo1000) {
