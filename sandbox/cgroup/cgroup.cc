@@ -24,19 +24,20 @@ Result<RunCgroup> RunCgroup::CreateInParent(const std::string& run_id, const Lim
   if (!IsValidRunId(run_id))
     return InvalidInput("run id \"" + run_id + "\" must match [A-Za-z0-9-]{1,64}");
   std::string tried;
+  const cgroup_internal::CgroupTables tables = cgroup_internal::ReadCgroupTables();
   auto adopt = [](RunDirs dirs) {
     RunCgroup cgroup;
     cgroup.state_ = new State{std::move(dirs)};
     return cgroup;
   };
   if (options.try_v2) {
-    Result<RunDirs> v2 = cgroup_internal::CreateV2(run_id, limits, options.v2_root);
+    Result<RunDirs> v2 = cgroup_internal::CreateV2(run_id, limits, options.v2_root, tables);
     if (v2) return adopt(std::move(v2).value());
     if (v2.error().code != ErrorCode::kUnavailable) return v2.error();
     tried = v2.error().message;
   }
   if (options.try_v1) {
-    Result<RunDirs> v1 = cgroup_internal::CreateV1(run_id, limits);
+    Result<RunDirs> v1 = cgroup_internal::CreateV1(run_id, limits, tables);
     if (v1) return adopt(std::move(v1).value());
     if (v1.error().code != ErrorCode::kUnavailable) return v1.error();
     tried += (tried.empty() ? "" : "; ") + v1.error().message;
@@ -122,8 +123,9 @@ std::vector<std::string> RunCgroup::Paths() const { return state_->dirs.created;
 
 std::string DescribeCgroupSupport(const CgroupOptions& options) {
   std::string out;
-  if (options.try_v2) out = cgroup_internal::DescribeV2(options.v2_root);
-  if (options.try_v1) out += (out.empty() ? "" : "; ") + cgroup_internal::DescribeV1();
+  const cgroup_internal::CgroupTables tables = cgroup_internal::ReadCgroupTables();
+  if (options.try_v2) out = cgroup_internal::DescribeV2(options.v2_root, tables);
+  if (options.try_v1) out += (out.empty() ? "" : "; ") + cgroup_internal::DescribeV1(tables);
   return out.empty() ? "cgroups disabled by options" : out;
 }
 

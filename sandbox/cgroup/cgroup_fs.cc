@@ -134,6 +134,8 @@ std::vector<CgroupMembership> ReadOwnCgroups() {
   return out;
 }
 
+CgroupTables ReadCgroupTables() { return {ReadMountInfo(), ReadOwnCgroups()}; }
+
 std::optional<std::string> HostPathOf(const MountEntry& mount, const std::string& cgroup_path) {
   if (cgroup_path.empty() || cgroup_path[0] != '/') return std::nullopt;
   // Paths outside our cgroup namespace show as "/../..": never follow them.

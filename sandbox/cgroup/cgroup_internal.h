@@ -54,6 +54,13 @@ struct CgroupMembership {
 };
 std::vector<CgroupMembership> ReadOwnCgroups();
 
+// Both tables, read once for a decision that may try v2 and then v1.
+struct CgroupTables {
+  std::vector<MountEntry> mounts;
+  std::vector<CgroupMembership> own;
+};
+CgroupTables ReadCgroupTables();
+
 // The host path of `cgroup_path` through `mount`; nullopt when the mount does not show it.
 std::optional<std::string> HostPathOf(const MountEntry& mount, const std::string& cgroup_path);
 
@@ -73,9 +80,9 @@ Result<void> RemoveDirs(std::vector<std::string>& dirs);
 // kUnavailable when that version cannot be used here (the caller may try the next one);
 // kSetupFailed when a directory was created but a limit could not be written (nothing left).
 Result<RunDirs> CreateV2(const std::string& run_id, const Limits& limits,
-                         const std::string& v2_root);
-Result<RunDirs> CreateV1(const std::string& run_id, const Limits& limits);
-std::string DescribeV2(const std::string& v2_root);
-std::string DescribeV1();
+                         const std::string& v2_root, const CgroupTables& tables);
+Result<RunDirs> CreateV1(const std::string& run_id, const Limits& limits, const CgroupTables& tables);
+std::string DescribeV2(const std::string& v2_root, const CgroupTables& tables);
+std::string DescribeV1(const CgroupTables& tables);
 
 }  // namespace sbx::cgroup_internal

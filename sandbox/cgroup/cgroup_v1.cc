@@ -71,9 +71,9 @@ std::string& DirFor(RunDirs& dirs, const std::string& controller) {
 
 }  // namespace
 
-Result<RunDirs> CreateV1(const std::string& run_id, const Limits& limits) {
-  const std::vector<MountEntry> mounts = ReadMountInfo();
-  const std::vector<CgroupMembership> own = ReadOwnCgroups();
+Result<RunDirs> CreateV1(const std::string& run_id, const Limits& limits, const CgroupTables& tables) {
+  const std::vector<MountEntry>& mounts = tables.mounts;
+  const std::vector<CgroupMembership>& own = tables.own;
   RunDirs dirs;
   dirs.version = CgroupVersion::kV1;
   std::string reasons;
@@ -128,9 +128,9 @@ Result<RunDirs> CreateV1(const std::string& run_id, const Limits& limits) {
   return dirs;
 }
 
-std::string DescribeV1() {
-  const std::vector<MountEntry> mounts = ReadMountInfo();
-  const std::vector<CgroupMembership> own = ReadOwnCgroups();
+std::string DescribeV1(const CgroupTables& tables) {
+  const std::vector<MountEntry>& mounts = tables.mounts;
+  const std::vector<CgroupMembership>& own = tables.own;
   std::string out = "v1:";
   for (const char* controller : kV1Controllers) {
     V1Parent parent = FindParent(mounts, own, controller);

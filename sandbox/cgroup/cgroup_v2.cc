@@ -37,10 +37,9 @@ bool HasAllControllers(const std::string& dir) {
 }
 
 // Where our own cgroup is in the v2 hierarchy mounted at the chosen root.
-V2Parent FindParent(const std::string& v2_root) {
-  std::vector<MountEntry> mounts = ReadMountInfo();
+V2Parent FindParent(const std::string& v2_root, const CgroupTables& tables) {
   std::optional<MountEntry> mount;
-  for (const MountEntry& entry : mounts) {
+  for (const MountEntry& entry : tables.mounts) {
     if (entry.fstype != "cgroup2") continue;
     if (v2_root.empty() || entry.mount_point == v2_root) {
       mount = entry;
@@ -56,7 +55,7 @@ V2Parent FindParent(const std::string& v2_root) {
   if (!mount) return {"", "no cgroup2 mount in /proc/self/mountinfo"};
 
   std::optional<std::string> own_path;
-  for (const CgroupMembership& line : ReadOwnCgroups()) {
+  for (const CgroupMembership& line : tables.own) {
     if (line.hierarchy_id == "0" && line.controllers.empty()) own_path = line.path;
   }
   if (!own_path) return {"", "no 0:: line in /proc/self/cgroup"};
@@ -105,8 +104,8 @@ Result<void> WriteLimits(const std::string& dir, const Limits& limits) {
 }  // namespace
 
 Result<RunDirs> CreateV2(const std::string& run_id, const Limits& limits,
-                         const std::string& v2_root) {
-  V2Parent parent = FindParent(v2_root);
+                         const std::string& v2_root, const CgroupTables& tables) {
+  V2Parent parent = FindParent(v2_root, tables);
   if (parent.path.empty()) return MakeError(ErrorCode::kUnavailable, "cgroup v2: " + parent.reason);
   ReapStale(parent.path, /*can_kill=*/true);
 
@@ -132,8 +131,8 @@ Result<RunDirs> CreateV2(const std::string& run_id, const Limits& limits,
   return dirs;
 }
 
-std::string DescribeV2(const std::string& v2_root) {
-  V2Parent parent = FindParent(v2_root);
+std::string DescribeV2(const std::string& v2_root, const CgroupTables& tables) {
+  V2Parent parent = FindParent(v2_root, tables);
   if (parent.path.empty()) return "v2 unusable: " + parent.reason;
   return "v2 at " + parent.path + ", controllers memory pids cpu delegated";
 }
