@@ -100,7 +100,7 @@ std::optional<uint32_t> ParseIdField(const std::string& field) {
 }  // namespace
 
 // Parsed by hand, not with iostreams: this runs on every start, and iostreams' first use in a
-// process costs ~0.3 ms of page faults on their code.
+// process faults in their code and locale (docs/performance.md has the cost).
 Result<std::vector<IdRange>> ParseIdMap(const std::string& text) {
   std::vector<IdRange> ranges;
   size_t start = 0;

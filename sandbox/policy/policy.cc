@@ -16,7 +16,8 @@
 namespace sbx {
 
 // MemTotal of /proc/meminfo, from sysinfo(2): every start checks the policy, and reading
-// meminfo through an ifstream cost ~0.4 ms there (the kernel's report, iostreams' first use).
+// meminfo through an ifstream made the kernel write its whole report and faulted in iostreams'
+// code (docs/performance.md has the cost).
 uint64_t HostMemoryBytes() {
   struct sysinfo info {};
   if (::sysinfo(&info) != 0 || info.totalram == 0) return 1ull << 40;
