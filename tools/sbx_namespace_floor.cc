@@ -30,9 +30,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,10 +76,26 @@ void WriteFile(const std::string& path, const std::string& value) {
   ::close(fd);
 }
 
+// The whole of a small file, with read(2): iostreams' first use in a process would add its own
+// page faults to the floor's cost. Empty when it cannot be read.
+std::string ReadText(const std::string& path) {
+  std::string text;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<size_t>(n));
+  ::close(fd);
+  return text;
+}
+
 std::vector<std::string> Split(const std::string& text, char separator) {
   std::vector<std::string> parts;
-  std::stringstream stream(text);
-  for (std::string part; std::getline(stream, part, separator);) parts.push_back(part);
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find(separator, start);
+    if (end == std::string::npos) end = text.size();
+    parts.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
   return parts;
 }
 
@@ -92,12 +106,16 @@ bool ListHas(const std::string& comma_list, const std::string& word) {
   return false;
 }
 
-// The host directory of our own cgroup in the hierarchy that `controller` names ("" for v2),
-// from /proc/self/cgroup and /proc/self/mountinfo.
-std::optional<std::string> OwnCgroupDir(const std::string& controller) {
-  std::ifstream own("/proc/self/cgroup");
+// /proc/self/cgroup and /proc/self/mountinfo, read once, by lines.
+struct CgroupTables {
+  std::vector<std::string> own = Split(ReadText("/proc/self/cgroup"), '\n');
+  std::vector<std::string> mounts = Split(ReadText("/proc/self/mountinfo"), '\n');
+};
+
+// The host directory of our own cgroup in the hierarchy that `controller` names ("" for v2).
+std::optional<std::string> OwnCgroupDir(const CgroupTables& tables, const std::string& controller) {
   std::optional<std::string> own_path;
-  for (std::string line; std::getline(own, line);) {
+  for (const std::string& line : tables.own) {
     size_t first = line.find(':'), second = line.find(':', first + 1);
     if (second == std::string::npos) continue;
     const std::string controllers = line.substr(first + 1, second - first - 1);
@@ -105,8 +123,7 @@ std::optional<std::string> OwnCgroupDir(const std::string& controller) {
       own_path = line.substr(second + 1);
   }
   if (!own_path) return std::nullopt;
-  std::ifstream mountinfo("/proc/self/mountinfo");
-  for (std::string line; std::getline(mountinfo, line);) {
+  for (const std::string& line : tables.mounts) {
     // id parent dev root mount_point options [optional...] - fstype source super_options
     std::vector<std::string> fields = Split(line, ' ');
     size_t dash = 6;
@@ -123,10 +140,8 @@ std::optional<std::string> OwnCgroupDir(const std::string& controller) {
 }
 
 bool DelegatesAll(const std::string& dir) {
-  std::ifstream file(dir + "/cgroup.subtree_control");
-  std::string enabled;
-  std::getline(file, enabled);
-  enabled = " " + enabled + " ";
+  const std::vector<std::string> lines = Split(ReadText(dir + "/cgroup.subtree_control"), '\n');
+  const std::string enabled = " " + (lines.empty() ? std::string() : lines.front()) + " ";
   for (const char* controller : {" memory ", " pids ", " cpu "}) {
     if (enabled.find(controller) == std::string::npos) return false;
   }
@@ -134,8 +149,8 @@ bool DelegatesAll(const std::string& dir) {
 }
 
 // The v2 cgroup to create in: ours, else our parent, whichever delegates memory, pids and cpu.
-std::optional<std::string> V2Parent() {
-  std::optional<std::string> own = OwnCgroupDir("");
+std::optional<std::string> V2Parent(const CgroupTables& tables) {
+  std::optional<std::string> own = OwnCgroupDir(tables, "");
   if (!own) return std::nullopt;
   if (DelegatesAll(*own)) return own;
   std::string parent = own->substr(0, own->rfind('/'));
@@ -145,10 +160,13 @@ std::optional<std::string> V2Parent() {
 
 // Makes the run's cgroups (g_cgroups) and writes their limits; resolves "auto".
 void MakeCgroups(std::string& limits) {
-  if (limits == "auto") limits = V2Parent() ? "v2" : "v1";
+  if (limits == "none") return;
+  const CgroupTables tables;
+  const std::optional<std::string> v2_parent = limits == "v1" ? std::nullopt : V2Parent(tables);
+  if (limits == "auto") limits = v2_parent ? "v2" : "v1";
   const std::string name = "/sbx-floor-" + std::to_string(::getpid());
   auto make = [&](const std::string& controller) {
-    std::optional<std::string> parent = controller.empty() ? V2Parent() : OwnCgroupDir(controller);
+    std::optional<std::string> parent = controller.empty() ? v2_parent : OwnCgroupDir(tables, controller);
     if (!parent) {
       errno = ENOENT;
       Fail("no usable cgroup " + (controller.empty() ? std::string("v2") : "v1 " + controller) + " hierarchy");
@@ -164,7 +182,7 @@ void MakeCgroups(std::string& limits) {
     WriteFile(dir + "/memory.swap.max", "0");
     WriteFile(dir + "/pids.max", kPidsMax);
     WriteFile(dir + "/cpu.max", std::string(kCpuQuotaUs) + " 100000");
-  } else if (limits == "v1") {
+  } else {
     const std::string memory = make("memory");
     WriteFile(memory + "/memory.limit_in_bytes", kMemoryBytes);
     if (::access((memory + "/memory.memsw.limit_in_bytes").c_str(), F_OK) == 0)
