@@ -28,6 +28,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -406,10 +407,10 @@ std::vector<Row> BenchWorkload(Runner& runner, const Options& opt, const Workloa
       failures[c] = "unbalanced quotes in the command line";
       continue;
     }
+    const std::pair<const char*, const std::string*> placeholders[] = {
+        {"{sbx}", &opt.sbx}, {"{floor}", &opt.floor}, {"{image}", &opt.image}, {"{ws}", &ws}};
     for (std::string& w : *prefix) {
-      w = ReplaceAll(ReplaceAll(ReplaceAll(ReplaceAll(w, "{sbx}", opt.sbx), "{floor}", opt.floor),
-                                "{image}", opt.image),
-                     "{ws}", ws);
+      for (const auto& [placeholder, value] : placeholders) w = ReplaceAll(w, placeholder, *value);
       commands[c].args.push_back(w);
     }
     for (std::string& w : *words) commands[c].args.push_back(w);
