@@ -60,6 +60,9 @@ const ConfigSpec kDefaultConfigs[] = {
     // the least that enforces sbx's default limits on cgroup v2 or v1 (sbx_namespace_floor.cc).
     {"floor", "{floor} --limits none --"},
     {"floor-limits", "{floor} --limits auto --"},
+    // The same with sbx's default root, /proc, /dev, loopback, capabilities and seccomp filter
+    // built the least way: what the kernel charges for the default policy's protections.
+    {"floor-root", "{floor} --limits auto --root {image} --"},
     {"sbx", "{sbx} run --image {image} --"},
     {"sbx-rlimits", "{sbx} run --image {image} --allow-degraded cgroup --cgroup none --"},
 };

@@ -1,6 +1,6 @@
 // sbx_namespace_floor: the least a sandbox launcher can do, for sbx_bench to measure sbx against.
 //
-//   sbx_namespace_floor [--limits none|auto|v1|v2] -- PROGRAM [ARG...]
+//   sbx_namespace_floor [--limits none|auto|v1|v2] [--root IMAGE_DIR] -- PROGRAM [ARG...]
 //
 // It does what `unshare --user --map-user=1000 --map-group=1000 --mount --pid --fork --net
 // --ipc --uts` does (the namespaces, the id maps, private mount propagation, a fork into the
@@ -13,15 +13,33 @@
 // loader's start on either side, which costs util-linux's `unshare` several milliseconds on a
 // VM where page faults are slow.
 //
+// With --root it also builds what sbx's default policy gives the program, the least way: the
+// image as the lower layer of an overlay root on a tmpfs, the image's /usr bound read-only over
+// it, a tmpfs workspace and /tmp, a fresh /proc with the same entries masked, a /dev of six host
+// devices, devpts and a tmpfs /dev/shm, pivot_root and the old root detached, the hostname,
+// loopback up, a cgroup namespace once the cgroups hold the child; the program, forked by the
+// child, then drops every capability, sets no_new_privs and installs sbx's default seccomp
+// filter (the same BPF program, as the build generated it) before its execve. No init that
+// reports, no output capture, no checks of the image or the policy, no rlimits, no run result:
+// what is left between this and sbx is sbx's own work, not the kernel's.
+//
 // It runs none of sbx's code on purpose: a floor that shared sbx's code would share its costs.
 // The limits are sbx's defaults (512 MiB, 256 pids, one cpu). Exit status: the program's, or
 // 125 when a step of its own fails (named on stderr).
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -192,18 +210,143 @@ void MakeCgroups(std::string& limits) {
   }
 }
 
+// sbx's default seccomp filter, as the build compiled it from sbx's rule table.
+#include "seccomp_prebuilt.inc"
+
+// In the child (pid 1 of the new namespaces) a failed step ends it alone; the parent reaps it
+// and removes the cgroups.
+[[noreturn]] void ChildFail(const char* what) {
+  std::fprintf(stderr, "sbx_namespace_floor: %s: %s\n", what, std::strerror(errno));
+  ::_exit(125);
+}
+
+void Mount(const char* source, const char* target, const char* type, unsigned long flags,
+           const char* options = nullptr) {
+  if (::mount(source, target, type, flags, options) != 0) ChildFail(target);
+}
+
+// A bind remount in a user namespace must keep the flags the kernel locked on the mount.
+void BindRemount(const char* path, unsigned long extra) {
+  struct statvfs st {};
+  if (::statvfs(path, &st) != 0) ChildFail(path);
+  unsigned long flags = MS_BIND | MS_REMOUNT | extra;
+  const std::pair<unsigned long, unsigned long> locked[] = {
+      {ST_NOSUID, MS_NOSUID}, {ST_NODEV, MS_NODEV},         {ST_NOEXEC, MS_NOEXEC}, {ST_NOATIME, MS_NOATIME},
+      {ST_NODIRATIME, MS_NODIRATIME}, {ST_RELATIME, MS_RELATIME}, {ST_RDONLY, MS_RDONLY}};
+  for (const auto& [st_flag, ms_flag] : locked) {
+    if (st.f_flag & st_flag) flags |= ms_flag;
+  }
+  Mount(nullptr, path, nullptr, flags);
+}
+
+void Touch(const char* path) {
+  int fd = ::open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) ChildFail(path);
+  ::close(fd);
+}
+
+// The mounts of sbx's default root (sandbox/fs/mounts.cc), then pivot_root into it.
+void BuildRoot(const std::string& image) {
+  constexpr unsigned long kSafe = MS_NOSUID | MS_NODEV;
+  Mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE);
+  // Opened in this mount namespace (overlayfs takes no lower layer from another one) and
+  // reached through the descriptor, because the scratch tmpfs covers the image's parent.
+  const int image_fd = ::open(image.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (image_fd < 0) ChildFail(image.c_str());
+  std::string scratch = image.substr(0, image.rfind('/'));
+  if (scratch.empty()) scratch = "/";
+  Mount("tmpfs", scratch.c_str(), "tmpfs", kSafe | MS_NOEXEC, "size=1073741824,mode=0700");
+  if (::chdir(scratch.c_str()) != 0) ChildFail("chdir(scratch)");
+  for (const char* dir : {"upper", "work", "root"}) {
+    if (::mkdir(dir, 0755) != 0) ChildFail(dir);
+  }
+  const std::string lower = "/proc/self/fd/" + std::to_string(image_fd);
+  const std::string overlay = "lowerdir=" + lower + ",upperdir=upper,workdir=work";
+  Mount("overlay", "root", "overlay", kSafe, overlay.c_str());
+  Mount((lower + "/usr").c_str(), "root/usr", nullptr, MS_BIND | MS_REC);
+  BindRemount("root/usr", MS_RDONLY | kSafe);
+  Mount("tmpfs", "root/workspace", "tmpfs", kSafe, "size=536870912,mode=0700,uid=1000,gid=1000");
+  Mount("proc", "root/proc", "proc", kSafe | MS_NOEXEC);
+  // runc's and bubblewrap's lists, as sbx masks them.
+  for (const char* file : {"kcore", "keys", "key-users", "timer_list", "sysrq-trigger", "latency_stats",
+                           "sched_debug", "kallsyms", "kpagecount", "kpageflags", "kpagecgroup",
+                           "config.gz", "vmallocinfo", "slabinfo", "pagetypeinfo", "buddyinfo"}) {
+    const std::string path = std::string("root/proc/") + file;
+    if (::access(path.c_str(), F_OK) == 0) Mount("/dev/null", path.c_str(), nullptr, MS_BIND);
+  }
+  for (const char* dir : {"acpi", "asound", "scsi", "tty/driver"}) {
+    const std::string path = std::string("root/proc/") + dir;
+    if (::access(path.c_str(), F_OK) == 0)
+      Mount("tmpfs", path.c_str(), "tmpfs", MS_RDONLY | kSafe | MS_NOEXEC, "size=4k,mode=0555");
+  }
+  for (const char* dir : {"sys", "bus", "fs", "irq"}) {
+    const std::string path = std::string("root/proc/") + dir;
+    if (::access(path.c_str(), F_OK) != 0) continue;
+    Mount(path.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC);
+    BindRemount(path.c_str(), MS_RDONLY | kSafe | MS_NOEXEC);
+  }
+  Mount("tmpfs", "root/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755");
+  for (const char* device : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    const std::string target = std::string("root/dev/") + device;
+    Touch(target.c_str());
+    Mount((std::string("/dev/") + device).c_str(), target.c_str(), nullptr, MS_BIND);
+  }
+  if (::mkdir("root/dev/pts", 0755) != 0) ChildFail("root/dev/pts");
+  Mount("devpts", "root/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620");
+  if (::mkdir("root/dev/shm", 01777) != 0) ChildFail("root/dev/shm");
+  Mount("tmpfs", "root/dev/shm", "tmpfs", kSafe, "size=536870912,mode=1777");
+  for (const auto& [target, link] : {std::pair{"pts/ptmx", "root/dev/ptmx"}, {"/proc/self/fd", "root/dev/fd"},
+                                     {"/proc/self/fd/0", "root/dev/stdin"}, {"/proc/self/fd/1", "root/dev/stdout"},
+                                     {"/proc/self/fd/2", "root/dev/stderr"}}) {
+    if (::symlink(target, link) != 0) ChildFail(link);
+  }
+  BindRemount("root/dev", MS_RDONLY | MS_NOSUID | MS_NOEXEC);
+  Mount("tmpfs", "root/tmp", "tmpfs", kSafe, "size=536870912,mode=1777");
+  if (::chdir("root") != 0 || ::syscall(SYS_pivot_root, ".", ".") != 0 || ::umount2(".", MNT_DETACH) != 0 ||
+      ::chdir("/") != 0)
+    ChildFail("pivot_root");
+  if (::sethostname("sandbox", 7) != 0) ChildFail("sethostname");
+  int sock = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  struct ifreq lo {};
+  std::strcpy(lo.ifr_name, "lo");
+  if (sock < 0 || ::ioctl(sock, SIOCGIFFLAGS, &lo) != 0) ChildFail("loopback");
+  lo.ifr_flags |= IFF_UP;
+  if (::ioctl(sock, SIOCSIFFLAGS, &lo) != 0) ChildFail("loopback up");
+  ::close(sock);
+}
+
+// The program's side: no capabilities (bounding set, effective, permitted, inheritable), no
+// new privileges, the filter; then its execve.
+[[noreturn]] void ExecConfined(char** argv) {
+  for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) ChildFail("PR_CAPBSET_DROP");
+  }
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capset, &header, data) != 0) ChildFail("capset");
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ChildFail("PR_SET_NO_NEW_PRIVS");
+  sock_fprog filter{static_cast<unsigned short>(std::size(kPrebuiltDefaultFilter)),
+                    const_cast<sock_filter*>(kPrebuiltDefaultFilter)};
+  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter) != 0) ChildFail("seccomp");
+  ::execvp(argv[0], argv);
+  ::_exit(127);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string limits = "none";
+  std::string limits = "none", root;
   int first = 1;
-  if (first + 1 < argc && std::strcmp(argv[first], "--limits") == 0) {
-    limits = argv[first + 1];
-    first += 2;
+  for (; first + 1 < argc; first += 2) {
+    if (std::strcmp(argv[first], "--limits") == 0) limits = argv[first + 1];
+    else if (std::strcmp(argv[first], "--root") == 0) root = argv[first + 1];
+    else break;
   }
   if (first < argc && std::strcmp(argv[first], "--") == 0) ++first;
-  if (first >= argc || (limits != "none" && limits != "auto" && limits != "v1" && limits != "v2")) {
-    std::fputs("usage: sbx_namespace_floor [--limits none|auto|v1|v2] -- PROGRAM [ARG...]\n", stderr);
+  if (first >= argc || (limits != "none" && limits != "auto" && limits != "v1" && limits != "v2") ||
+      (!root.empty() && root.front() != '/')) {
+    std::fputs("usage: sbx_namespace_floor [--limits none|auto|v1|v2] [--root /IMAGE_DIR] -- PROGRAM [ARG...]\n",
+               stderr);
     return 125;
   }
   MakeCgroups(limits);
@@ -211,21 +354,26 @@ int main(int argc, char** argv) {
   if (limits == "v2" && (cgroup_fd = ::open(g_cgroups[0].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
     Fail("open(" + g_cgroups[0] + ")");
 
+  // With a root of its own the child gets the new mount namespace, so that pivot_root moves its
+  // root and not this process's, which still reaches the cgroups to remove them.
   const std::string uid = std::to_string(::geteuid()), gid = std::to_string(::getegid());
-  if (::unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0)
+  const int mount_ns_here = root.empty() ? CLONE_NEWNS : 0;
+  if (::unshare(CLONE_NEWUSER | mount_ns_here | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0)
     Fail("unshare");
   WriteFile("/proc/self/setgroups", "deny");
   WriteFile("/proc/self/uid_map", "1000 " + uid + " 1");
   WriteFile("/proc/self/gid_map", "1000 " + gid + " 1");
-  if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) Fail("mount(/, MS_PRIVATE)");
+  if (mount_ns_here && ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    Fail("mount(/, MS_PRIVATE)");
 
   // v1: the child waits until it has been moved into the cgroups, so the program runs limited.
   int go[2];
   if (::pipe2(go, O_CLOEXEC) != 0) Fail("pipe2");
   struct clone_args args {};
   args.exit_signal = SIGCHLD;
+  if (!root.empty()) args.flags |= CLONE_NEWNS;
   if (cgroup_fd >= 0) {
-    args.flags = CLONE_INTO_CGROUP;
+    args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<uint64_t>(cgroup_fd);
   }
   const pid_t child = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof(args)));
@@ -234,9 +382,22 @@ int main(int argc, char** argv) {
   if (child == 0) {
     char byte;
     ::close(go[1]);
+    if (root.empty()) {
+      if (::read(go[0], &byte, 1) != 1) ::_exit(125);
+      ::execvp(argv[first], argv + first);
+      ::_exit(127);
+    }
+    // Like sbx's child: the root is built while the parent places it in the cgroups.
+    BuildRoot(root);
     if (::read(go[0], &byte, 1) != 1) ::_exit(125);
-    ::execvp(argv[first], argv + first);
-    ::_exit(127);
+    if (::unshare(CLONE_NEWCGROUP) != 0) ChildFail("unshare(CLONE_NEWCGROUP)");
+    const pid_t program = ::fork();
+    if (program < 0) ChildFail("fork");
+    if (program == 0) ExecConfined(argv + first);
+    int status = 0;
+    while (::waitpid(program, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
   }
   ::close(go[0]);
   if (limits == "v1") {
