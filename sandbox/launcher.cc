@@ -511,10 +511,13 @@ void SuperviseAndCollect(const RunSpec& spec, bool outer, PreparedRun& run, cons
   };
   SupervisionOutcome outcome = Supervise(child, out, err, policy.limits.timeout_seconds,
                                          spec.kill_grace_seconds, kill_all);
+  std::optional<CgroupUsage> usage;
   if (outcome.init_exiting) {
     // A cgroup is removable only once the init has left it; without one, nothing here needs
-    // the namespaces' teardown to finish.
+    // the namespaces' teardown to finish. The init reported after reaping everything else,
+    // so the usage is final already: read it while the init's exit tears its namespaces down.
     if (cgroup) {
+      usage = cgroup->ReadUsage();
       ReapInit(child, outcome);
     } else {
       ReapLater(started.pid);
@@ -523,12 +526,12 @@ void SuperviseAndCollect(const RunSpec& spec, bool outer, PreparedRun& run, cons
   if (run.allowlist) run.allowlist->RequestStop();  // netd's summary and exit overlap what follows
   if (forward_out) forward_out->Close();
   if (forward_err) forward_err->Close();
-  CgroupUsage usage = cgroup ? cgroup->ReadUsage() : CgroupUsage{};
+  if (!usage) usage = cgroup ? cgroup->ReadUsage() : CgroupUsage{};
   if (cgroup) (void)cgroup->RemoveInParent();
   result.network.mode = NetworkModeName(policy.network);
   if (run.allowlist) run.allowlist->Finish(&result.network);
 
-  FillResult(spec, outcome, out, err, usage, result);
+  FillResult(spec, outcome, out, err, *usage, result);
   result.enforcement = outer ? DescribeOuterEnforcement(run.layers.enforcement(), run.plan.seccomp != nullptr)
                              : DescribeEnforcement(policy, run.plan, run.layers.enforcement(), outcome);
 }
