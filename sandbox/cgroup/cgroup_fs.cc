@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <string_view>
 #include <thread>
 
 #include "sandbox/cgroup/cgroup_internal.h"
@@ -96,24 +97,39 @@ std::vector<std::string> SplitWords(const std::string& text, char separator) {
   return words;
 }
 
-std::vector<MountEntry> ReadMountInfo() {
+std::vector<MountEntry> ParseCgroupMounts(std::string_view text) {
   std::vector<MountEntry> mounts;
-  auto text = ReadSmallFile("/proc/self/mountinfo", 16 << 20);
-  if (!text) return mounts;
-  for (const std::string& line : SplitWords(*text, '\n')) {
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
     // id parent major:minor root mount_point options [optional...] - fstype source super
-    std::vector<std::string> fields = SplitWords(line, ' ');
-    size_t dash = 6;
-    while (dash < fields.size() && fields[dash] != "-") ++dash;
-    if (dash + 3 >= fields.size()) continue;
+    // The filesystem type first: a run's start would otherwise split every other mount's line
+    // only to drop it.
+    const std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    const size_t dash = line.find(" - ");
+    if (dash == std::string_view::npos) continue;
+    const std::string_view after = line.substr(dash + 3);
+    const std::string_view fstype = after.substr(0, after.find(' '));
+    if (fstype != "cgroup" && fstype != "cgroup2") continue;
+    std::vector<std::string> fields = SplitWords(std::string(line), ' ');
+    size_t dash_field = 6;
+    while (dash_field < fields.size() && fields[dash_field] != "-") ++dash_field;
+    if (dash_field + 3 >= fields.size()) continue;
     MountEntry entry;
     entry.root = DecodeMountField(fields[3]);
     entry.mount_point = DecodeMountField(fields[4]);
-    entry.fstype = fields[dash + 1];
-    entry.super_options = SplitWords(fields[dash + 3], ',');
+    entry.fstype = fields[dash_field + 1];
+    entry.super_options = SplitWords(fields[dash_field + 3], ',');
     mounts.push_back(std::move(entry));
   }
   return mounts;
+}
+
+std::vector<MountEntry> ReadCgroupMounts() {
+  auto text = ReadSmallFile("/proc/self/mountinfo", 16 << 20);
+  return text ? ParseCgroupMounts(*text) : std::vector<MountEntry>{};
 }
 
 std::vector<CgroupMembership> ReadOwnCgroups() {
@@ -134,7 +150,7 @@ std::vector<CgroupMembership> ReadOwnCgroups() {
   return out;
 }
 
-CgroupTables ReadCgroupTables() { return {ReadMountInfo(), ReadOwnCgroups()}; }
+CgroupTables ReadCgroupTables() { return {ReadCgroupMounts(), ReadOwnCgroups()}; }
 
 std::optional<std::string> HostPathOf(const MountEntry& mount, const std::string& cgroup_path) {
   if (cgroup_path.empty() || cgroup_path[0] != '/') return std::nullopt;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -45,7 +46,9 @@ struct MountEntry {
   std::string fstype;
   std::vector<std::string> super_options;
 };
-std::vector<MountEntry> ReadMountInfo();
+// The cgroup and cgroup2 mounts of /proc/self/mountinfo; no other mount is ever looked at.
+std::vector<MountEntry> ReadCgroupMounts();
+std::vector<MountEntry> ParseCgroupMounts(std::string_view mountinfo);
 
 struct CgroupMembership {
   std::string hierarchy_id;              // "0" for the v2 line

@@ -432,6 +432,30 @@ TEST(CgroupHostPath, JoinsMountRootAndOwnPath) {
   EXPECT_FALSE(HostPathOf(whole, "/../x").has_value());
 }
 
+TEST(CgroupMounts, KeepsOnlyCgroupMountsWithTheirFields) {
+  using cgroup_internal::ParseCgroupMounts;
+  // Optional fields of any count before the " - ", escaped spaces in a mount point, a mount
+  // whose source is named "cgroup" but whose type is not, and a line without a final newline.
+  const std::string mountinfo =
+      "22 1 0:21 / /proc rw,nosuid shared:12 - proc proc rw\n"
+      "30 24 0:26 / /sys/fs/cgroup/unified rw,nosuid,nodev shared:9 - cgroup2 cgroup2 rw,nsdelegate\n"
+      "31 24 0:27 / /sys/fs/cgroup/cpu,cpuacct rw shared:10 master:3 - cgroup cgroup rw,cpu,cpuacct\n"
+      "40 1 0:40 / /mnt/my\\040tmp rw - tmpfs cgroup rw\n"
+      "41 24 0:28 /sbx/run /sys/fs/cgroup/my\\040memory rw - cgroup none rw,memory";
+  const std::vector<cgroup_internal::MountEntry> mounts = ParseCgroupMounts(mountinfo);
+  ASSERT_EQ(mounts.size(), 3u);
+  EXPECT_EQ(mounts[0].fstype, "cgroup2");
+  EXPECT_EQ(mounts[0].mount_point, "/sys/fs/cgroup/unified");
+  EXPECT_EQ(mounts[0].root, "/");
+  EXPECT_EQ(mounts[1].fstype, "cgroup");
+  EXPECT_EQ(mounts[1].super_options, (std::vector<std::string>{"rw", "cpu", "cpuacct"}));
+  EXPECT_EQ(mounts[2].mount_point, "/sys/fs/cgroup/my memory");
+  EXPECT_EQ(mounts[2].root, "/sbx/run");
+  EXPECT_EQ(mounts[2].super_options, (std::vector<std::string>{"rw", "memory"}));
+  EXPECT_TRUE(ParseCgroupMounts("").empty());
+  EXPECT_TRUE(ParseCgroupMounts("garbage without a separator\n").empty());
+}
+
 TEST(CgroupDescribe, NamesWhatWasFound) {
   std::string text = DescribeCgroupSupport();
   EXPECT_NE(text.find("v2"), std::string::npos) << text;
