@@ -8,20 +8,21 @@
 // cpu on the whole tree: a cgroup per controller made and limited before the program runs,
 // entered (v2: the child starts inside it, clone3(CLONE_INTO_CGROUP); v1: one move per
 // hierarchy), and removed after it; auto takes v2 where our cgroup or its parent has memory,
-// pids and cpu in its subtree_control, as sbx does, and v1 otherwise. Nothing else: no root, no mounts, no filter, no init, no
-// output capture. It links like sbx (a static PIE), so the two compare without a dynamic
-// loader's start on either side, which costs util-linux's `unshare` several milliseconds on a
-// VM where page faults are slow.
+// pids and cpu in its subtree_control, as sbx does, and v1 otherwise. It links like sbx (a
+// static PIE), so the two compare without a dynamic loader's start on either side, which costs
+// util-linux's `unshare` several milliseconds on a VM where page faults are slow.
 //
-// With --root it also builds what sbx's default policy gives the program, the least way: the
-// image as the lower layer of an overlay root on a tmpfs, the image's /usr bound read-only over
-// it, a tmpfs workspace and /tmp, a fresh /proc with the same entries masked, a /dev of six host
-// devices, devpts and a tmpfs /dev/shm, pivot_root and the old root detached, the hostname,
-// loopback up, a cgroup namespace once the cgroups hold the child; the program, forked by the
-// child, then drops every capability, sets no_new_privs and installs sbx's default seccomp
-// filter (the same BPF program, as the build generated it) before its execve. No init that
-// reports, no output capture, no checks of the image or the policy, no rlimits, no run result:
-// what is left between this and sbx is sbx's own work, not the kernel's.
+// Without --root that is all: the host's root, no mounts, no filter. With --root it also builds
+// what sbx's default policy gives the program, the least way: the image as the lower layer of
+// an overlay root on a tmpfs, the image's /usr bound read-only over it, a tmpfs workspace and
+// /tmp, a fresh /proc with the same entries masked, a /dev of six host devices, devpts and a
+// tmpfs /dev/shm, pivot_root and the old root detached, the hostname, loopback up, a cgroup
+// namespace once the cgroups hold the child. The program, forked by the child, drops every
+// capability, sets no_new_privs and installs sbx's default seccomp filter (the same BPF program,
+// as the build generated it), then runs in /workspace with sbx's default environment, not ours
+// (which also keeps the image's matplotlib cache in use, as in sbx). No init that reports, no
+// output capture, no checks of the image or the policy, no rlimits, no run result: what is left
+// between this and sbx is sbx's own work, not the kernel's.
 //
 // It runs none of sbx's code on purpose: a floor that shared sbx's code would share its costs.
 // The limits are sbx's defaults (512 MiB, 256 pids, one cpu). Exit status: the program's, or
@@ -316,8 +317,17 @@ void BuildRoot(const std::string& image) {
 }
 
 // The program's side: no capabilities (bounding set, effective, permitted, inheritable), no
-// new privileges, the filter; then its execve.
+// new privileges, the filter; then its execve in /workspace with sbx's default environment
+// (sandbox/launch/environment.cc: the image's matplotlib cache among it), none of ours.
 [[noreturn]] void ExecConfined(char** argv) {
+  static char* sandbox_env[] = {
+      const_cast<char*>("HOME=/workspace"),       const_cast<char*>("LANG=C.UTF-8"),
+      const_cast<char*>("LOGNAME=sandbox"),       const_cast<char*>("MPLBACKEND=Agg"),
+      const_cast<char*>("MPLCONFIGDIR=/etc/matplotlib-cache"),
+      const_cast<char*>("PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"),
+      const_cast<char*>("PYTHONUNBUFFERED=1"),    const_cast<char*>("TMPDIR=/tmp"),
+      const_cast<char*>("USER=sandbox"),          nullptr};
+  if (::chdir("/workspace") != 0) ChildFail("chdir(/workspace)");
   for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
     if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) ChildFail("PR_CAPBSET_DROP");
   }
@@ -328,6 +338,7 @@ void BuildRoot(const std::string& image) {
   sock_fprog filter{static_cast<unsigned short>(std::size(kPrebuiltDefaultFilter)),
                     const_cast<sock_filter*>(kPrebuiltDefaultFilter)};
   if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter) != 0) ChildFail("seccomp");
+  environ = sandbox_env;  // execvp searches the new PATH and passes this environment on
   ::execvp(argv[0], argv);
   ::_exit(127);
 }
