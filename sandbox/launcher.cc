@@ -511,27 +511,26 @@ void SuperviseAndCollect(const RunSpec& spec, bool outer, PreparedRun& run, cons
   };
   SupervisionOutcome outcome = Supervise(child, out, err, policy.limits.timeout_seconds,
                                          spec.kill_grace_seconds, kill_all);
-  std::optional<CgroupUsage> usage;
-  if (outcome.init_exiting) {
-    // A cgroup is removable only once the init has left it; without one, nothing here needs
-    // the namespaces' teardown to finish. The init reported after reaping everything else,
-    // so the usage is final already: read it while the init's exit tears its namespaces down.
-    if (cgroup) {
-      usage = cgroup->ReadUsage();
-      ReapInit(child, outcome);
-    } else {
-      ReapLater(started.pid);
-    }
+  CgroupUsage usage;
+  if (outcome.init_exiting && cgroup) {
+    // The init reported after reaping every other process, so the run's usage is complete
+    // (its CPU time leaves out only the init's own exit): read it while that exit tears the
+    // namespaces down. A cgroup is removable only once the init has left it, so reap it next.
+    usage = cgroup->ReadUsage();
+    ReapInit(child, outcome);
+  } else if (outcome.init_exiting) {
+    ReapLater(started.pid);  // without a cgroup nothing here needs the teardown to finish
+  } else if (cgroup) {
+    usage = cgroup->ReadUsage();  // the init was reaped during the supervision
   }
   if (run.allowlist) run.allowlist->RequestStop();  // netd's summary and exit overlap what follows
   if (forward_out) forward_out->Close();
   if (forward_err) forward_err->Close();
-  if (!usage) usage = cgroup ? cgroup->ReadUsage() : CgroupUsage{};
   if (cgroup) (void)cgroup->RemoveInParent();
   result.network.mode = NetworkModeName(policy.network);
   if (run.allowlist) run.allowlist->Finish(&result.network);
 
-  FillResult(spec, outcome, out, err, *usage, result);
+  FillResult(spec, outcome, out, err, usage, result);
   result.enforcement = outer ? DescribeOuterEnforcement(run.layers.enforcement(), run.plan.seccomp != nullptr)
                              : DescribeEnforcement(policy, run.plan, run.layers.enforcement(), outcome);
 }

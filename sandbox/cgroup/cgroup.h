@@ -10,8 +10,9 @@
 //      runs the payload, `cg->AddProcessInParent(pid)` (v1: one write per hierarchy).
 //   3. On timeout, `cg->KillAll()` (v2: cgroup.kill; v1: returns false and the launcher relies
 //      on the pid namespace).
-//   4. After the sandbox's init has been reaped: `cg->ReadUsage()` then `cg->RemoveInParent()`
-//      (also done by the destructor; retries rmdir briefly while the kernel finishes exits).
+//   4. Once no process of the run but the init is left (the init has reaped the rest, or is
+//      reaped itself): `cg->ReadUsage()`; after the init's reap, `cg->RemoveInParent()` (also
+//      done by the destructor; retries rmdir briefly while the kernel finishes exits).
 #pragma once
 
 #include <sys/types.h>
