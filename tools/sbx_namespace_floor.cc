@@ -9,8 +9,8 @@
 // entered (v2: the child starts inside it, clone3(CLONE_INTO_CGROUP); v1: one move per
 // hierarchy), and removed after it; auto takes v2 where our cgroup or its parent has memory,
 // pids and cpu in its subtree_control, as sbx does, and v1 otherwise. It links like sbx (a
-// static PIE), so the two compare without a dynamic loader's start on either side, which costs
-// util-linux's `unshare` several milliseconds on a VM where page faults are slow.
+// static PIE), so the two compare without a dynamic loader's start on either side (util-linux's
+// `unshare` pays for its loader's page faults).
 //
 // Without --root that is all: the host's root, no mounts, no filter. With --root it also builds
 // what sbx's default policy gives the program, the least way: the image as the lower layer of
@@ -251,13 +251,13 @@ void BuildRoot(const std::string& image) {
   constexpr unsigned long kSafe = MS_NOSUID | MS_NODEV;
   Mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE);
   // Opened in this mount namespace (overlayfs takes no lower layer from another one) and
-  // reached through the descriptor, because the scratch tmpfs covers the image's parent.
+  // reached through the descriptor from here on: the scratch tmpfs covers the image's path.
   const int image_fd = ::open(image.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (image_fd < 0) ChildFail(image.c_str());
-  std::string scratch = image.substr(0, image.rfind('/'));
-  if (scratch.empty()) scratch = "/";
-  Mount("tmpfs", scratch.c_str(), "tmpfs", kSafe | MS_NOEXEC, "size=1073741824,mode=0700");
-  if (::chdir(scratch.c_str()) != 0) ChildFail("chdir(scratch)");
+  // Over the image's own directory (never "/", which main refuses): a path lookup crosses into
+  // a mount made on top of it, which it would not for the process's root.
+  Mount("tmpfs", image.c_str(), "tmpfs", kSafe | MS_NOEXEC, "size=1073741824,mode=0700");
+  if (::chdir(image.c_str()) != 0) ChildFail("chdir(scratch)");
   for (const char* dir : {"upper", "work", "root"}) {
     if (::mkdir(dir, 0755) != 0) ChildFail(dir);
   }
@@ -320,16 +320,15 @@ void BuildRoot(const std::string& image) {
 // new privileges, the filter; then its execve in /workspace with sbx's default environment
 // (sandbox/launch/environment.cc: the image's matplotlib cache among it), none of ours.
 [[noreturn]] void ExecConfined(char** argv) {
-  static char* sandbox_env[] = {
-      const_cast<char*>("HOME=/workspace"),       const_cast<char*>("LANG=C.UTF-8"),
-      const_cast<char*>("LOGNAME=sandbox"),       const_cast<char*>("MPLBACKEND=Agg"),
-      const_cast<char*>("MPLCONFIGDIR=/etc/matplotlib-cache"),
-      const_cast<char*>("PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"),
-      const_cast<char*>("PYTHONUNBUFFERED=1"),    const_cast<char*>("TMPDIR=/tmp"),
-      const_cast<char*>("USER=sandbox"),          nullptr};
+  static char home[] = "HOME=/workspace", lang[] = "LANG=C.UTF-8", logname[] = "LOGNAME=sandbox",
+              backend[] = "MPLBACKEND=Agg", mplconfig[] = "MPLCONFIGDIR=/etc/matplotlib-cache",
+              path[] = "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+              unbuffered[] = "PYTHONUNBUFFERED=1", tmpdir[] = "TMPDIR=/tmp", user[] = "USER=sandbox";
+  static char* sandbox_env[] = {home, lang, logname, backend, mplconfig, path, unbuffered, tmpdir, user, nullptr};
   if (::chdir("/workspace") != 0) ChildFail("chdir(/workspace)");
   for (int cap = 0; cap <= CAP_LAST_CAP; ++cap) {
-    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) ChildFail("PR_CAPBSET_DROP");
+    // EINVAL: a capability this kernel does not have, only the headers do.
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) ChildFail("PR_CAPBSET_DROP");
   }
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
@@ -343,19 +342,34 @@ void BuildRoot(const std::string& image) {
   ::_exit(127);
 }
 
+// The scratch tmpfs goes over the image's path, which must not be the root itself.
+bool IsHostRoot(const std::string& path) {
+  struct stat dir {}, host_root {};
+  return ::stat(path.c_str(), &dir) == 0 && ::stat("/", &host_root) == 0 && dir.st_dev == host_root.st_dev &&
+         dir.st_ino == host_root.st_ino;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string limits = "none", root;
+  bool with_root = false;
   int first = 1;
   for (; first + 1 < argc; first += 2) {
-    if (std::strcmp(argv[first], "--limits") == 0) limits = argv[first + 1];
-    else if (std::strcmp(argv[first], "--root") == 0) root = argv[first + 1];
-    else break;
+    if (std::strcmp(argv[first], "--limits") == 0) {
+      limits = argv[first + 1];
+    } else if (std::strcmp(argv[first], "--root") == 0) {
+      root = argv[first + 1];
+      with_root = true;
+    } else {
+      break;
+    }
   }
-  if (first < argc && std::strcmp(argv[first], "--") == 0) ++first;
+  const bool flag_left = first < argc && std::strncmp(argv[first], "--", 2) == 0;
+  if (flag_left && std::strcmp(argv[first], "--") == 0) ++first;
+  else if (flag_left) first = argc;  // a flag without its value, or an unknown one
   if (first >= argc || (limits != "none" && limits != "auto" && limits != "v1" && limits != "v2") ||
-      (!root.empty() && root.front() != '/')) {
+      (with_root && (root.empty() || root.front() != '/' || IsHostRoot(root)))) {
     std::fputs("usage: sbx_namespace_floor [--limits none|auto|v1|v2] [--root /IMAGE_DIR] -- PROGRAM [ARG...]\n",
                stderr);
     return 125;
@@ -368,8 +382,9 @@ int main(int argc, char** argv) {
   // With a root of its own the child gets the new mount namespace, so that pivot_root moves its
   // root and not this process's, which still reaches the cgroups to remove them.
   const std::string uid = std::to_string(::geteuid()), gid = std::to_string(::getegid());
-  const int mount_ns_here = root.empty() ? CLONE_NEWNS : 0;
-  if (::unshare(CLONE_NEWUSER | mount_ns_here | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0)
+  const bool mount_ns_here = !with_root;
+  if (::unshare(CLONE_NEWUSER | (mount_ns_here ? CLONE_NEWNS : 0) | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                CLONE_NEWUTS) != 0)
     Fail("unshare");
   WriteFile("/proc/self/setgroups", "deny");
   WriteFile("/proc/self/uid_map", "1000 " + uid + " 1");
@@ -382,7 +397,7 @@ int main(int argc, char** argv) {
   if (::pipe2(go, O_CLOEXEC) != 0) Fail("pipe2");
   struct clone_args args {};
   args.exit_signal = SIGCHLD;
-  if (!root.empty()) args.flags |= CLONE_NEWNS;
+  if (with_root) args.flags |= CLONE_NEWNS;
   if (cgroup_fd >= 0) {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<uint64_t>(cgroup_fd);
@@ -393,7 +408,7 @@ int main(int argc, char** argv) {
   if (child == 0) {
     char byte;
     ::close(go[1]);
-    if (root.empty()) {
+    if (!with_root) {
       if (::read(go[0], &byte, 1) != 1) ::_exit(125);
       ::execvp(argv[first], argv + first);
       ::_exit(127);
@@ -411,10 +426,12 @@ int main(int argc, char** argv) {
     ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
   }
   ::close(go[0]);
+  // A child that failed while building its root has closed its end: its status says why.
+  ::signal(SIGPIPE, SIG_IGN);
   if (limits == "v1") {
     for (const std::string& dir : g_cgroups) WriteFile(dir + "/cgroup.procs", std::to_string(child));
   }
-  if (::write(go[1], "g", 1) != 1) Fail("write(go)");
+  if (::write(go[1], "g", 1) != 1 && errno != EPIPE) Fail("write(go)");
   ::close(go[1]);
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
