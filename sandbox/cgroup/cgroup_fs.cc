@@ -11,6 +11,7 @@
 #include <string_view>
 #include <thread>
 
+#include "base/lines.h"
 #include "sandbox/cgroup/cgroup_internal.h"
 
 namespace sbx::cgroup_internal {
@@ -99,29 +100,23 @@ std::vector<std::string> SplitWords(const std::string& text, char separator) {
 
 std::vector<MountEntry> ParseCgroupMounts(std::string_view text) {
   std::vector<MountEntry> mounts;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
+  for (const std::string_view line : SplitLines(text)) {
     // id parent major:minor root mount_point options [optional...] - fstype source super
     // The filesystem type first: a run's start would otherwise split every other mount's line
     // only to drop it.
-    const std::string_view line = text.substr(start, end - start);
-    start = end + 1;
     const size_t dash = line.find(" - ");
     if (dash == std::string_view::npos) continue;
     const std::string_view after = line.substr(dash + 3);
     const std::string_view fstype = after.substr(0, after.find(' '));
     if (fstype != "cgroup" && fstype != "cgroup2") continue;
-    std::vector<std::string> fields = SplitWords(std::string(line), ' ');
-    size_t dash_field = 6;
-    while (dash_field < fields.size() && fields[dash_field] != "-") ++dash_field;
-    if (dash_field + 3 >= fields.size()) continue;
+    const std::vector<std::string> before = SplitWords(std::string(line.substr(0, dash)), ' ');
+    const std::vector<std::string> type_source_super = SplitWords(std::string(after), ' ');
+    if (before.size() < 6 || type_source_super.size() < 3) continue;
     MountEntry entry;
-    entry.root = DecodeMountField(fields[3]);
-    entry.mount_point = DecodeMountField(fields[4]);
-    entry.fstype = fields[dash_field + 1];
-    entry.super_options = SplitWords(fields[dash_field + 3], ',');
+    entry.root = DecodeMountField(before[3]);
+    entry.mount_point = DecodeMountField(before[4]);
+    entry.fstype = std::string(fstype);
+    entry.super_options = SplitWords(type_source_super[2], ',');
     mounts.push_back(std::move(entry));
   }
   return mounts;

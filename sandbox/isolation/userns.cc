@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
+#include "base/lines.h"
 #include "base/small_file.h"
 #include "base/unique_fd.h"
 
@@ -103,12 +105,8 @@ std::optional<uint32_t> ParseIdField(const std::string& field) {
 // process faults in their code and locale (docs/performance.md has the cost).
 Result<std::vector<IdRange>> ParseIdMap(const std::string& text) {
   std::vector<IdRange> ranges;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(start, end - start);
-    start = end + 1;
+  for (const std::string_view line_text : SplitLines(text)) {
+    const std::string line(line_text);
     std::vector<std::string> fields;
     for (size_t at = line.find_first_not_of(" \t"); at != std::string::npos;
          at = line.find_first_not_of(" \t", at)) {
