@@ -7,6 +7,7 @@ import http.client
 import json
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
@@ -54,6 +55,13 @@ class Server:
                                              "SBX_TEST_HOST_SECRET": "host-secret",
                                              **(env or {})})
         self.tcp_port = None
+        try:
+            self._wait_until_ready()
+        except BaseException:
+            self.stop(signal.SIGKILL)
+            raise
+
+    def _wait_until_ready(self):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             line = self.process.stdout.readline()
@@ -101,6 +109,7 @@ class Server:
         return result
 
     def stop(self, sig=signal.SIGTERM, timeout=60):
+        """Stops the server and removes its private directory (socket, token)."""
         if self.process.poll() is None:
             self.process.send_signal(sig)
         try:
@@ -109,6 +118,9 @@ class Server:
             self.process.kill()
             self.process.wait()
             raise
+        finally:
+            if self.process.poll() is not None:
+                shutil.rmtree(self.dir, ignore_errors=True)
         return self.process.returncode
 
 

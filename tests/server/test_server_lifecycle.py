@@ -137,6 +137,7 @@ def test_sigterm_drains_running_executions_and_leaves_nothing():
     assert not os.path.exists(server.socket_path)
     assert not processes_with(b"5151.5")
     assert not processes_with(server.socket_path.encode())
+    server.stop()
 
 
 def test_a_killed_server_takes_its_sandboxes_with_it():
