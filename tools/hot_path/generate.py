@@ -21,9 +21,8 @@ takes the input sections that hold
     after a successful child (under valgrind the child fails, which lacks openat2) and the
     library functions the child reaches indirectly.
 Input sections are named by archive member and section (`*libc.a:malloc.o(.text)`); sbx's
-own objects are not compiled with -ffunction-sections, so one of their sections is a whole
-object's code, except template and inline functions, which have sections of their own. A
-pattern that matches nothing (a renamed function or object) is ignored by the linker: a stale
+own code is compiled with -ffunction-sections (CMakeLists.txt), one section a function, while
+glibc's archive members hold a few functions each. A pattern that matches nothing (a renamed function or object) is ignored by the linker: a stale
 script costs page faults, never correctness. tests/integration/hot_path_test.cc fails when
 the script no longer gathers the launch path.
 
