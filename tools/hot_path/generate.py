@@ -10,21 +10,22 @@ code in one place it is a fraction (docs/performance.md).
 
 How: the linker script has one output section, .text.hot_path, inserted before .text, which
 takes the input sections that hold
-  - every function `sbx run` executes in the runner (callgrind, exact, over two runs: the
-    default policy with and without a workspace);
+  - every function `sbx run` executes under callgrind (two runs: the default policy with and
+    without a workspace): the runner's, and the child's until it fails there (valgrind lacks
+    openat2);
   - all code of the child's objects (libsbx_child_steps.a and the child's part of
-    libsbx_sandbox.a), which run in namespaces callgrind cannot follow, and every function
-    those objects call directly.
-  - then, until a run faults on no code outside it (at most a few rounds): each function
-    whose first touch still faults in a window of .text, found by relinking and tracing the
-    page faults of real runs (perf). These are what the first two miss: the runner's code
-    after a successful child (under valgrind the child fails, which lacks openat2) and the
-    library functions the child reaches indirectly.
-Input sections are named by archive member and section (`*libc.a:malloc.o(.text)`); sbx's
-own code is compiled with -ffunction-sections (CMakeLists.txt), one section a function, while
-glibc's archive members hold a few functions each. A pattern that matches nothing (a renamed function or object) is ignored by the linker: a stale
-script costs page faults, never correctness. tests/integration/hot_path_test.cc fails when
-the script no longer gathers the launch path.
+    libsbx_sandbox.a), and every function those objects call directly;
+  - then, round by round until no new one turns up (at most eight): each function whose first
+    touch still faults in a window of .text, found by relinking and tracing the page faults of
+    the same runs, natively (perf). These are what the first two miss: the runner's code after
+    a child that succeeded, and the library functions the child reaches indirectly.
+sbx's own code is compiled with -ffunction-sections (CMakeLists.txt), one section a function,
+named in the script by section alone (`*(.text._ZN3sbx...)`): an inline function has a copy in
+each object that uses it and the linker keeps one, whichever comes first. The libraries'
+archive members (glibc's hold a few functions each) are named by member and section
+(`*libc.a:malloc.o(.text)`). A pattern that matches nothing (a renamed function or object) is
+ignored by the linker: a stale script costs page faults, never correctness.
+tests/integration/hot_path_test.cc fails when the script no longer gathers the launch path.
 
 Regenerate after changes to the launch path: tools/hot_path/generate.py (needs valgrind, perf,
 root, the image and a build whose link wrote build/sbx.map, which src/cli/CMakeLists.txt asks
@@ -32,7 +33,6 @@ for; it relinks build/sbx as it goes).
 """
 import argparse
 import bisect
-import os
 import pathlib
 import re
 import subprocess
@@ -40,13 +40,18 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "src" / "cli" / "hot_path.ld"
 # The child's code, whole: it runs between clone and execve, and as the sandbox's init.
 CHILD_ARCHIVES = ["libsbx_child_steps.a"]
 CHILD_OBJECTS = ["child_main.cc.o", "init.cc.o", "process_tree.cc.o", "child_wait.cc.o"]
+MEMBER = re.compile(r"(?:.*/)?([^/(]+)\(([^)]+)\)$")  # "dir/libx.a(member.o)"
 
 
-def run(argv, **kwargs):
-    return subprocess.run(argv, check=True, capture_output=True, text=True, **kwargs).stdout
+def run(argv):
+    try:
+        return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    except subprocess.CalledProcessError as failed:
+        sys.exit(f"generate: {' '.join(argv)} failed:\n{failed.stderr}")
 
 
 def text_input_sections(map_path):
@@ -76,6 +81,16 @@ def text_input_sections(map_path):
     return sorted(sections)
 
 
+def archive_paths(map_path):
+    """Each archive the link used, by file name, resolved as the link saw it (from the map)."""
+    link_dir = map_path.parent / "src" / "cli"
+    paths = {}
+    for match in re.finditer(r"^(\S+\.a)\(", map_path.read_text(), re.M):
+        path = (link_dir / match.group(1)).resolve()
+        paths.setdefault(path.name, path)
+    return paths
+
+
 def function_addresses(binary):
     addresses = {}
     for line in run(["nm", "--defined-only", str(binary)]).splitlines():
@@ -85,53 +100,71 @@ def function_addresses(binary):
     return addresses
 
 
+def traced_runs(sbx, image, workdir):
+    """The shell command of the runs traced: the default policy, with and without a workspace."""
+    workspace = pathlib.Path(workdir) / "workspace"
+    workspace.mkdir(exist_ok=True)
+    return [[str(sbx), "run", "--image", image, "--", "/bin/true"],
+            [str(sbx), "run", "--image", image, "--workspace", str(workspace), "--",
+             "python3", "-c", "pass"]]
+
+
 def code_faults_outside(sbx, map_path, image, workdir):
-    """Addresses (link-time) of code page faults that fell outside .text.hot_path in real runs."""
+    """Link-time addresses of the code page faults of real runs that fell outside
+    .text.hot_path, and how many faults on sbx's code were seen at all."""
     segments = [line.split() for line in run(["readelf", "-lW", str(sbx)]).splitlines()]
     text = next(f for f in segments if f and f[0] == "LOAD" and f[-3:-1] == ["R", "E"])
     text_offset, text_vaddr = int(text[1], 16), int(text[2], 16)
     hot = re.search(r"^\.text\.hot_path\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)", map_path.read_text(), re.M)
-    hot_start, hot_end = (int(hot.group(1), 16), int(hot.group(1), 16) + int(hot.group(2), 16)) if hot else (0, 0)
+    hot_start = int(hot.group(1), 16) if hot else 0
+    hot_end = hot_start + int(hot.group(2), 16) if hot else 0
     data = pathlib.Path(workdir) / "faults.data"
-    workspace = pathlib.Path(workdir) / "faults-workspace"
-    workspace.mkdir(exist_ok=True)
-    script = (f"{sbx} run --image {image} -- /bin/true; "
-              f"{sbx} run --image {image} --workspace {workspace} -- python3 -c pass")
-    subprocess.run(["perf", "record", "-q", "-o", str(data), "-e", "exceptions:page_fault_user",
-                    "--", "sh", "-c", script], check=True, capture_output=True)
-    events = run(["perf", "script", "-i", str(data), "--show-mmap-events", "-F", "pid,event,trace"])
-    bases, found = {}, []
+    script = "; ".join(" ".join(command) for command in traced_runs(sbx, image, workdir))
+    run(["perf", "record", "-q", "-o", str(data), "-e", "exceptions:page_fault_user",
+         "--", "sh", "-c", script])
+    events = run(["perf", "script", "-i", str(data), "--show-mmap-events", "--show-task-events",
+                  "-F", "pid,event,trace"])
+    # pid -> (start, length, link-time address of start) of sbx's code mapping. A fork inherits
+    # its parent's; an exec drops it (an exec of sbx maps it anew).
+    mappings, outside, seen = {}, [], 0
     for line in events.splitlines():
-        mapping = re.search(r"PERF_RECORD_MMAP2 (\d+)/\d+: \[0x([0-9a-f]+)\(0x[0-9a-f]+\) @ 0x([0-9a-f]+) .* r-xp (\S+)$", line)
-        if mapping and mapping.group(4) == str(sbx):
-            pid, start, offset = int(mapping.group(1)), int(mapping.group(2), 16), int(mapping.group(3), 16)
-            bases[pid] = start - offset + text_offset - text_vaddr
+        fork = re.search(r"PERF_RECORD_FORK\((\d+):\d+\):\((\d+):\d+\)", line)
+        if fork:
+            child, parent = int(fork.group(1)), int(fork.group(2))
+            if parent in mappings:
+                mappings[child] = mappings[parent]
             continue
-        fault = re.match(r"\s*(\d+)\s+exceptions:page_fault_user: address=0x([0-9a-f]+) ip=0x([0-9a-f]+) error_code=0x([0-9a-f]+)", line)
-        if not fault or not int(fault.group(4), 16) & 0x10:  # instruction fetches only
+        exec_comm = re.match(r"\s*(\d+) PERF_RECORD_COMM exec:", line)
+        if exec_comm:
+            mappings.pop(int(exec_comm.group(1)), None)
             continue
-        pid = int(fault.group(1))
-        base = bases.get(pid) or (next(iter(bases.values())) if len(bases) == 1 else None)
-        if base is None:
+        mapping = re.search(r"PERF_RECORD_MMAP2 (\d+)/\d+: \[0x([0-9a-f]+)\(0x([0-9a-f]+)\) "
+                            r"@ 0x([0-9a-f]+) .* r-xp (\S+)$", line)
+        if mapping:
+            if mapping.group(5) == str(sbx):
+                start, length, offset = (int(mapping.group(n), 16) for n in (2, 3, 4))
+                mappings[int(mapping.group(1))] = (start, length, offset - text_offset + text_vaddr)
             continue
-        address = int(fault.group(2), 16) - base
-        if not hot_start <= address < hot_end:
-            found.append(address)
-    return found
+        fault = re.match(r"\s*(\d+)\s+exceptions:page_fault_user: address=0x([0-9a-f]+) "
+                         r"ip=0x[0-9a-f]+ error_code=0x([0-9a-f]+)", line)
+        if not fault or not int(fault.group(3), 16) & 0x10:  # instruction fetches only
+            continue
+        found = mappings.get(int(fault.group(1)))
+        address = int(fault.group(2), 16)
+        if found is None or not found[0] <= address < found[0] + found[1]:
+            continue
+        seen += 1
+        linked = address - found[0] + found[2]
+        if not hot_start <= linked < hot_end:
+            outside.append(linked)
+    return outside, seen
 
 
-def executed_in_runner(sbx, image, workdir):
-    """Mangled names of the functions `sbx run` executes (callgrind), the runner's and the
-    child's until its failure."""
-    workspace = pathlib.Path(workdir) / "workspace"
-    workspace.mkdir()
-    commands = [
-        [str(sbx), "run", "--image", image, "--", "/bin/true"],
-        [str(sbx), "run", "--image", image, "--workspace", str(workspace), "--", "python3", "-c", "pass"],
-    ]
+def executed(sbx, image, workdir):
+    """Mangled names of the functions `sbx run` executes under callgrind: the runner's, and the
+    child's until it fails (valgrind lacks openat2; the run exits 125, which is expected)."""
     names = []
-    for i, command in enumerate(commands):
-        # The child fails (exit 125) where valgrind lacks openat2; what ran until then counts.
+    for i, command in enumerate(traced_runs(sbx, image, workdir)):
         subprocess.run(["valgrind", "--tool=callgrind", "--demangle=no",
                         f"--callgrind-out-file={workdir}/callgrind.{i}.%p", *command],
                        capture_output=True)
@@ -140,18 +173,18 @@ def executed_in_runner(sbx, image, workdir):
                 if match.group(1) not in names:
                     names.append(match.group(1))
     if not names:
-        sys.exit("generate: callgrind recorded no functions")
+        sys.exit("generate: callgrind recorded no functions (is valgrind installed?)")
     return names
 
 
-def called_by_child(build):
-    """Symbols the child's objects call: each archive member's undefined symbols."""
+def called_by_child(archives):
+    """Symbols the child's objects call: each of their archive members' undefined symbols."""
     names = []
-    archives = {"libsbx_child_steps.a": None, "libsbx_sandbox.a": CHILD_OBJECTS}
-    for archive, members in archives.items():
-        path = next(build.rglob(archive))
+    for archive, members in {"libsbx_child_steps.a": None, "libsbx_sandbox.a": CHILD_OBJECTS}.items():
+        if archive not in archives:
+            sys.exit(f"generate: the link map names no {archive}")
         member = None
-        for line in run(["nm", "-u", str(path)]).splitlines():
+        for line in run(["nm", "-u", str(archives[archive])]).splitlines():
             header = re.match(r"^(\S+\.o):$", line)
             if header:
                 member = header.group(1)
@@ -162,16 +195,18 @@ def called_by_child(build):
     return names
 
 
-def pattern(obj):
-    """The linker script's name for an input file: `*archive.a:member.o` or `*file.o`."""
-    member = re.match(r"(?:.*/)?([^/(]+)\(([^)]+)\)$", obj)
+def pattern(name, obj):
+    """The script's line for one input section (see the module's docstring)."""
+    if name.startswith(".text._Z"):
+        return f"*({name})"
+    member = MEMBER.match(obj)
     if member:
-        return f"*{member.group(1)}:{member.group(2)}"
-    return "*" + obj.split("/")[-1]
+        return f"*{member.group(1)}:{member.group(2)}({name})"
+    return f"*{obj.split('/')[-1]}({name})"
 
 
 def is_child_object(obj):
-    member = re.match(r"(?:.*/)?([^/(]+)\(([^)]+)\)$", obj)
+    member = MEMBER.match(obj)
     if not member:
         return False
     archive, name = member.groups()
@@ -182,23 +217,23 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build", default=str(ROOT / "build"), help="the build directory")
     parser.add_argument("--image", help="image directory (default: `sbx image path`)")
-    parser.add_argument("--output", default=str(ROOT / "src" / "cli" / "hot_path.ld"))
     args = parser.parse_args()
-    build = pathlib.Path(args.build)
+    build = pathlib.Path(args.build).resolve()
     sbx, map_path = build / "sbx", build / "sbx.map"
     if not map_path.exists():
         sys.exit(f"generate: {map_path} is missing; build sbx first (its link writes the map)")
     image = args.image or run([str(sbx), "image", "path"]).strip()
-
+    original = SCRIPT.read_text()
     chosen, seen = [], set()
 
     def take(section):
         name, obj = section[2], section[3]
+        key = pattern(name, obj)
         # Cold parts stay where GCC put them. (Start-up code is hot here: a run is a process.)
-        if name.startswith(".text.unlikely") or (name, obj) in seen:
+        if name.startswith(".text.unlikely") or key in seen:
             return False
-        seen.add((name, obj))
-        chosen.append((name, obj))
+        seen.add(key)
+        chosen.append(key)
         return True
 
     def take_at(sections, starts, addresses):
@@ -210,40 +245,45 @@ def main():
         return taken
 
     def write_script():
-        with open(args.output, "w") as out:
-            out.write("/* Generated by tools/hot_path/generate.py: the code `sbx run` executes, in one\n"
-                      "   place (why, and how to regenerate: that script). */\n")
-            out.write("SECTIONS\n{\n  .text.hot_path :\n  {\n")
-            for name, obj in chosen:
-                out.write(f"    {pattern(obj)}({name})\n")
-            out.write("  }\n}\nINSERT BEFORE .text;\n")
+        SCRIPT.write_text(
+            "/* Generated by tools/hot_path/generate.py: the code `sbx run` executes, in one\n"
+            "   place (why, and how to regenerate: that script). */\n"
+            "SECTIONS\n{\n  .text.hot_path :\n  {\n"
+            + "".join(f"    {line}\n" for line in chosen)
+            + "  }\n}\nINSERT BEFORE .text;\n")
 
     def relink():
-        subprocess.run(["cmake", "--build", str(build), "--target", "sbx"], check=True, capture_output=True)
+        run(["cmake", "--build", str(build), "--target", "sbx"])
         sections = text_input_sections(map_path)
         return sections, [section[0] for section in sections]
 
-    sections = text_input_sections(map_path)
-    starts = [section[0] for section in sections]
-    functions = function_addresses(sbx)
-    with tempfile.TemporaryDirectory(prefix="sbx-hot-path-") as workdir:
-        runner = executed_in_runner(sbx, image, workdir)
-        take_at(sections, starts, [functions[name] for name in runner + called_by_child(build)
-                                   if name in functions])
-        for section in sections:
-            if is_child_object(section[3]):
-                take(section)
-        for round_number in range(1, 9):
-            write_script()
-            sections, starts = relink()
-            added = take_at(sections, starts, code_faults_outside(sbx, map_path, image, workdir))
-            print(f"generate: round {round_number}: {added} more input sections")
-            if added == 0:
-                break
-    write_script()
-    sections, starts = relink()
-    size = sum(s[1] for s in sections if (s[2], s[3]) in seen)
-    print(f"generate: {len(chosen)} input sections, {size // 1024} KiB of code, in {args.output}")
+    try:
+        sections = text_input_sections(map_path)
+        starts = [section[0] for section in sections]
+        functions = function_addresses(sbx)
+        with tempfile.TemporaryDirectory(prefix="sbx-hot-path-") as workdir:
+            wanted = executed(sbx, image, workdir) + called_by_child(archive_paths(map_path))
+            take_at(sections, starts, [functions[name] for name in wanted if name in functions])
+            for section in sections:
+                if is_child_object(section[3]):
+                    take(section)
+            for round_number in range(1, 9):
+                write_script()
+                sections, starts = relink()
+                outside, seen_faults = code_faults_outside(sbx, map_path, image, workdir)
+                if seen_faults == 0:
+                    sys.exit("generate: perf saw no page faults on sbx's code; nothing to measure")
+                added = take_at(sections, starts, outside)
+                print(f"generate: round {round_number}: {seen_faults} code faults, "
+                      f"{len(outside)} outside the section, {added} more input sections")
+                if added == 0:
+                    break
+    except BaseException:
+        SCRIPT.write_text(original)  # a half-made script never stays in the tree
+        raise
+    relink()
+    hot = re.search(r"^\.text\.hot_path\s+0x[0-9a-f]+\s+0x([0-9a-f]+)", map_path.read_text(), re.M)
+    print(f"generate: {len(chosen)} lines in {SCRIPT}, {int(hot.group(1), 16) // 1024} KiB of code")
 
 
 if __name__ == "__main__":
