@@ -41,9 +41,10 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "src" / "cli" / "hot_path.ld"
-# The child's code, whole: it runs between clone and execve, and as the sandbox's init.
-CHILD_ARCHIVES = ["libsbx_child_steps.a"]
-CHILD_OBJECTS = ["child_main.cc.o", "init.cc.o", "process_tree.cc.o", "child_wait.cc.o"]
+# The child's code, whole: it runs between clone and execve, and as the sandbox's init. Each
+# archive with the members that are the child's (None: all of them).
+CHILD_CODE = {"libsbx_child_steps.a": None,
+              "libsbx_sandbox.a": ["child_main.cc.o", "init.cc.o", "process_tree.cc.o", "child_wait.cc.o"]}
 MEMBER = re.compile(r"(?:.*/)?([^/(]+)\(([^)]+)\)$")  # "dir/libx.a(member.o)"
 
 
@@ -180,7 +181,7 @@ def executed(sbx, image, workdir):
 def called_by_child(archives):
     """Symbols the child's objects call: each of their archive members' undefined symbols."""
     names = []
-    for archive, members in {"libsbx_child_steps.a": None, "libsbx_sandbox.a": CHILD_OBJECTS}.items():
+    for archive, members in CHILD_CODE.items():
         if archive not in archives:
             sys.exit(f"generate: the link map names no {archive}")
         member = None
@@ -210,7 +211,7 @@ def is_child_object(obj):
     if not member:
         return False
     archive, name = member.groups()
-    return archive in CHILD_ARCHIVES or (archive == "libsbx_sandbox.a" and name in CHILD_OBJECTS)
+    return archive in CHILD_CODE and (CHILD_CODE[archive] is None or name in CHILD_CODE[archive])
 
 
 def main():
