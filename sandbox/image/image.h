@@ -103,6 +103,9 @@ Result<void> VerifyImage(const std::string& path);
 // `.sbx-image.json` written at build time is present, safe and names the directory's id.
 Result<void> VerifyImageQuick(const std::string& path, const VerifyOptions& options);
 Result<void> VerifyImageQuick(const std::string& path);
+// The same for a path already canonical (realpath's result): a run's start has resolved it
+// once, and each resolution is a readlink per component.
+Result<void> VerifyCanonicalImageQuick(const std::string& canonical);
 
 // The marker's file name at the root of every image.
 inline constexpr char kImageMarker[] = ".sbx-image.json";

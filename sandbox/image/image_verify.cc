@@ -220,12 +220,9 @@ Result<void> VerifyImage(const std::string& path) {
   return Ok{};
 }
 
-Result<void> VerifyImageQuick(const std::string& path, const VerifyOptions& options) {
-  char real[PATH_MAX];
-  if (realpath(path.c_str(), real) == nullptr) {
-    return SysError(errno == ENOENT ? ErrorCode::kUnavailable : ErrorCode::kIo,
-                    "realpath(" + path + ")");
-  }
+namespace {
+
+Result<void> VerifyResolvedImage(const std::string& path, const char* real, const VerifyOptions& options) {
   // Whoever can write an ancestor can swap the image for another tree after this check.
   SBX_TRY(CheckAncestorsGuarded("image " + path, real, options.owner_uid, "move the image cache elsewhere"));
   struct stat st;
@@ -241,6 +238,21 @@ Result<void> VerifyImageQuick(const std::string& path, const VerifyOptions& opti
                         " but the directory is named " + name + "; " + kRebuild);
   }
   return Ok{};
+}
+
+}  // namespace
+
+Result<void> VerifyImageQuick(const std::string& path, const VerifyOptions& options) {
+  char real[PATH_MAX];
+  if (realpath(path.c_str(), real) == nullptr) {
+    return SysError(errno == ENOENT ? ErrorCode::kUnavailable : ErrorCode::kIo,
+                    "realpath(" + path + ")");
+  }
+  return VerifyResolvedImage(path, real, options);
+}
+
+Result<void> VerifyCanonicalImageQuick(const std::string& canonical) {
+  return VerifyResolvedImage(canonical, canonical.c_str(), VerifyOptionsFor(canonical));
 }
 
 Result<void> VerifyImageQuick(const std::string& path) {

@@ -19,12 +19,12 @@ Result<OpenImage> OpenVerifiedImage(const std::string& dir) {
   const std::string& canonical = resolved;
   // Ancestors, owner, mode and the build marker (image.h); the walk of every file is
   // `sbx image verify`, too slow for each start.
-  if (auto quick = VerifyImageQuick(canonical); !quick) return quick.error();
+  if (auto quick = VerifyCanonicalImageQuick(canonical); !quick) return quick.error();
   UniqueFd fd(::open(canonical.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return SysError(ErrorCode::kInvalidInput, field);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return SysError(ErrorCode::kInvalidInput, field);
-  // VerifyImageQuick has checked the owner; it lets a sticky directory be world-writable,
+  // VerifyCanonicalImageQuick has checked the owner; it lets a sticky directory be world-writable,
   // which an image's root never may be.
   if (st.st_mode & (S_IWGRP | S_IWOTH))
     return InvalidInput(field + ": writable by group or others; chmod go-w it or rebuild it");

@@ -180,6 +180,23 @@ TEST_F(FakeImage, QuickCheckRejectsWritableRootAndParent) {
       << parent.error().message;
 }
 
+// A run's start resolves the image path once and checks it with VerifyCanonicalImageQuick:
+// it must refuse what VerifyImageQuick refuses.
+TEST_F(FakeImage, CanonicalQuickCheckRefusesWhatTheQuickCheckRefuses) {
+  ASSERT_TRUE(VerifyCanonicalImageQuick(root_));
+  Write("/.sbx-image.json", "{\"id\": \"ffffffffffff\"}", 0644);
+  auto wrong = VerifyCanonicalImageQuick(root_);
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message.find("marker says id ffffffffffff"), std::string::npos);
+
+  Write("/.sbx-image.json", "{\"id\": \"0123456789ab\"}", 0644);
+  ASSERT_EQ(chmod(dir_.c_str(), 0777), 0);
+  auto parent = VerifyCanonicalImageQuick(root_);
+  ASSERT_FALSE(parent);
+  EXPECT_NE(parent.error().message.find("parent directory " + dir_), std::string::npos)
+      << parent.error().message;
+}
+
 TEST_F(FakeImage, CacheFindsListsAndRemovesImages) {
   auto missing = FindDefaultImageIn(dir_);
   ASSERT_FALSE(missing);
