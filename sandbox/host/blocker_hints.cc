@@ -2,8 +2,8 @@
 #include "sandbox/host/blocker_hints.h"
 
 #include <cerrno>
-#include <fstream>
-#include <sstream>
+
+#include "base/small_file.h"
 
 namespace sbx {
 namespace {
@@ -15,10 +15,8 @@ constexpr const char* kSeccompFix =
     "`hostUsers: false`";
 
 std::string ReadMountinfo() {
-  std::ifstream file("/proc/self/mountinfo");
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
+  auto text = ReadSmallFile("/proc/self/mountinfo", 16 << 20);
+  return text ? std::move(*text) : std::string();
 }
 
 }  // namespace

@@ -16,10 +16,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <iterator>
 
+#include "base/small_file.h"
 #include "sandbox/cgroup/cgroup.h"
 #include "sandbox/host/blocker_hints.h"
 #include "sandbox/image/image.h"
@@ -40,10 +40,8 @@ bool InChild(const std::function<int()>& probe) {
 }
 
 std::string ReadFirstLine(const char* path) {
-  std::ifstream file(path);
-  std::string line;
-  std::getline(file, line);
-  return line;
+  auto text = ReadSmallFile(path, 4096);
+  return text ? text->substr(0, text->find('\n')) : std::string();
 }
 
 bool WriteFile(const char* path, const char* text) {

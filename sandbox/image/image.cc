@@ -8,15 +8,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/remove_tree.h"
+#include "base/small_file.h"
 #include "base/unique_fd.h"
 
 namespace sbx {
@@ -32,6 +32,21 @@ bool IsHexOnly(const std::string& name) {
 
 bool IsImageId(const std::string& name) { return !name.empty() && name.size() <= 64 && IsHexOnly(name); }
 
+// The names in `dir` but "." and ".."; kUnavailable when it does not exist.
+Result<std::vector<std::string>> EntryNames(const std::string& dir) {
+  DIR* stream = ::opendir(dir.c_str());
+  if (stream == nullptr) {
+    return SysError(errno == ENOENT ? ErrorCode::kUnavailable : ErrorCode::kIo, "opendir(" + dir + ")");
+  }
+  std::vector<std::string> names;
+  while (const struct dirent* entry = ::readdir(stream)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(stream);
+  return names;
+}
+
 std::string ReadLink(const std::string& path) {
   char buffer[256];
   ssize_t n = readlink(path.c_str(), buffer, sizeof(buffer));
@@ -40,11 +55,9 @@ std::string ReadLink(const std::string& path) {
 
 // Fills the optional fields from <cache>/<id>.json; a missing or malformed file leaves them.
 void ReadMetadata(const std::string& cache_dir, ImageInfo* info) {
-  std::ifstream in(cache_dir + "/" + info->id + ".json");
-  if (!in) return;
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json meta = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  auto text = ReadSmallFile(cache_dir + "/" + info->id + ".json");
+  if (!text) return;
+  nlohmann::json meta = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!meta.is_object()) return;
   auto text_field = [&](const char* key, std::string* out) {
     if (meta.contains(key) && meta[key].is_string()) *out = meta[key].get<std::string>();
@@ -69,10 +82,9 @@ ImageInfo MakeInfo(const std::string& cache_dir, const std::string& id) {
   info.id = id;
   info.path = cache_dir + "/" + id;
   info.is_default = ReadLink(cache_dir + "/default") == id;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(cache_dir, ec)) {
-    std::string name = entry.path().filename().string();
-    if (name.rfind(kNamePrefix, 0) == 0 && ReadLink(entry.path().string()) == id) {
+  auto entries = EntryNames(cache_dir);
+  for (const std::string& name : entries ? *entries : std::vector<std::string>{}) {
+    if (name.rfind(kNamePrefix, 0) == 0 && ReadLink(cache_dir + "/" + name) == id) {
       info.names.push_back(name.substr(sizeof(kNamePrefix) - 1));
     }
   }
@@ -160,14 +172,14 @@ Result<ImageInfo> FindDefaultImage() {
 
 Result<std::vector<ImageInfo>> ListImagesIn(const std::string& cache_dir) {
   std::vector<ImageInfo> images;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(cache_dir, ec);
-  if (ec.value() == ENOENT) return images;
-  if (ec) return SysError(ErrorCode::kIo, "opendir(" + cache_dir + ")", ec.value());
-  for (const auto& entry : it) {
-    std::string name = entry.path().filename().string();
+  auto names = EntryNames(cache_dir);
+  if (!names && names.error().code == ErrorCode::kUnavailable) return images;
+  if (!names) return names.error();
+  for (const std::string& name : *names) {
     // Only complete images: a build publishes the directory by rename once it is whole.
-    if (!IsImageId(name) || !entry.is_directory(ec) || entry.is_symlink(ec)) continue;
+    struct stat st;
+    if (!IsImageId(name) || ::lstat((cache_dir + "/" + name).c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      continue;
     images.push_back(MakeInfo(cache_dir, name));
   }
   std::sort(images.begin(), images.end(), [](const ImageInfo& a, const ImageInfo& b) {
@@ -244,18 +256,14 @@ Result<void> RemoveImageIn(const std::string& cache_dir, const std::string& id) 
     return SysError(ErrorCode::kIo, "rename(" + image.path + ", " + trash + ")");
   }
   // Pointers first, so nothing names the image while its tree is being deleted.
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(cache_dir, ec)) {
-    std::string name = entry.path().filename().string();
+  auto entries = EntryNames(cache_dir);
+  for (const std::string& name : entries ? *entries : std::vector<std::string>{}) {
     bool pointer = name == "default" || name.rfind("recipe-", 0) == 0 || name.rfind(kNamePrefix, 0) == 0;
-    if (pointer && ReadLink(entry.path().string()) == image.id) {
-      std::filesystem::remove(entry.path(), ec);
-    }
+    if (pointer && ReadLink(cache_dir + "/" + name) == image.id) (void)::unlink((cache_dir + "/" + name).c_str());
   }
-  std::filesystem::remove(cache_dir + "/" + image.id + ".json", ec);
-  // remove_all deletes symlinks themselves and never follows them.
-  std::filesystem::remove_all(trash, ec);
-  if (ec) return SysError(ErrorCode::kIo, "removing " + trash, ec.value());
+  (void)::unlink((cache_dir + "/" + image.id + ".json").c_str());
+  // RemoveTree deletes symlinks themselves and never follows them.
+  if (auto removed = RemoveTree(trash); !removed) return removed.error().Context("removing " + trash);
   return Ok{};
 }
 

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <climits>
 
+#include "base/remove_tree.h"
 #include "sandbox/fs/fs_beneath.h"
 #include "sandbox/isolation/userns.h"
 #include "sandbox/launch/environment.h"

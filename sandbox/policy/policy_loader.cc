@@ -2,9 +2,9 @@
 // network_allowlist_json.cc).
 #include <sys/stat.h>
 
-#include <fstream>
 #include <vector>
 
+#include "base/small_file.h"
 #include "netpolicy/policy_json.h"
 #include "sandbox/image/image.h"
 #include "sandbox/policy/policy.h"
@@ -158,16 +158,12 @@ Result<Policy> ParsePolicyJson(const std::string& text) {
 }
 
 Result<Policy> LoadPolicyFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return SysError(ErrorCode::kInvalidInput, "policy file " + path);
   struct stat st {};
-  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    return InvalidInput("policy file " + path + ": not a regular file");
-  std::string text;
-  text.resize(policy_json::kMaxPolicyBytes + 1);
-  file.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(file.gcount()));
-  auto policy = ParsePolicyJson(text);
+  if (::stat(path.c_str(), &st) != 0) return SysError(ErrorCode::kInvalidInput, "policy file " + path);
+  if (!S_ISREG(st.st_mode)) return InvalidInput("policy file " + path + ": not a regular file");
+  auto text = ReadSmallFile(path, policy_json::kMaxPolicyBytes + 1);
+  if (!text) return MakeError(ErrorCode::kInvalidInput, "policy file " + text.error().message);
+  auto policy = ParsePolicyJson(*text);
   if (!policy) return policy.error().Context(path);
   return policy;
 }

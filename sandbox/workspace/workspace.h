@@ -43,9 +43,6 @@ struct LockedRunDirectory {
 Result<LockedRunDirectory> CreateLockedRunDirectory(const std::string& base, const std::string& prefix,
                                                     uid_t owner_uid, gid_t owner_gid);
 
-// Removes a directory tree without following symlinks (fd-relative, never leaves `dir`).
-Result<void> RemoveTree(const std::string& path);
-
 // `path` as given if it is absolute and already canonical (no symlink, no "." or ".." in it);
 // otherwise an error that starts with `field`. `missing_hint` is appended when it does not
 // exist. Shared by the workspace and image checks.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/remove_tree.h"
 #include "sandbox/image/image.h"
 #include "sandbox/isolation/userns.h"
 #include "sandbox/launcher.h"

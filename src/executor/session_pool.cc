@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/remove_tree.h"
 #include "sandbox/image/image.h"
 #include "sandbox/isolation/userns.h"
 #include "src/executor/session_reaper.h"

@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include "base/remove_tree.h"
+
 namespace sbx::executor {
 namespace {
 

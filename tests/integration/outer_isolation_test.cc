@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "base/remove_tree.h"
 #include "sandbox/isolation/userns.h"
 #include "sandbox/workspace/workspace.h"
 #include "src/executor/executors.h"

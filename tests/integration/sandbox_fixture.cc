@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "base/remove_tree.h"
 #include "base/unique_fd.h"
 #include "sandbox/image/image.h"
 #include "sandbox/isolation/userns.h"

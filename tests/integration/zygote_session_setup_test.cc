@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "base/remove_tree.h"
 #include "sandbox/image/image.h"
 #include "sandbox/isolation/userns.h"
 #include "sandbox/workspace/workspace.h"

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sandbox/workspace/workspace.h"
+#include "base/remove_tree.h"
 
 namespace sbx::nettest {
 namespace {

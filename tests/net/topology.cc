@@ -11,7 +11,7 @@
 #include <fstream>
 #include <random>
 
-#include "sandbox/workspace/workspace.h"
+#include "base/remove_tree.h"
 #include "tests/net/process.h"
 #include "tests/support/env_flag.h"
 

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <string>
 
+#include "base/remove_tree.h"
 #include "sandbox/isolation/userns.h"
 #include "sandbox/workspace/manifest.h"
 #include "sandbox/workspace/workspace.h"

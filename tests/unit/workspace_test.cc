@@ -1,4 +1,5 @@
 // Unit tests for workspace validation and symlink-safe, depth-proof tree removal.
+#include "base/remove_tree.h"
 #include "sandbox/workspace/workspace.h"
 
 #include <fcntl.h>
