@@ -2,6 +2,8 @@
 #include "sandbox/policy/policy.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -172,6 +174,25 @@ TEST(Policy, MissingFileNamesThePath) {
   auto policy = LoadPolicyFile("/nonexistent/policy.json");
   ASSERT_FALSE(policy);
   EXPECT_NE(policy.error().message.find("/nonexistent/policy.json"), std::string::npos);
+}
+
+// A fifo (or a directory) as the policy is refused before it is opened: opening a fifo for
+// reading would wait for a writer that may never come.
+TEST(Policy, NonRegularFileIsRefusedWithoutOpeningIt) {
+  char dir[] = "/tmp/sbx-policy-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/policy.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto from_fifo = LoadPolicyFile(fifo);
+  ASSERT_FALSE(from_fifo);
+  EXPECT_NE(from_fifo.error().message.find("not a regular file"), std::string::npos)
+      << from_fifo.error().message;
+  auto from_dir = LoadPolicyFile(dir);
+  ASSERT_FALSE(from_dir);
+  EXPECT_NE(from_dir.error().message.find("not a regular file"), std::string::npos)
+      << from_dir.error().message;
+  ::unlink(fifo.c_str());
+  ::rmdir(dir);
 }
 
 TEST(Policy, EnvEntryValidation) {
