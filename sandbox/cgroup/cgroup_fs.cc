@@ -18,13 +18,14 @@ namespace sbx::cgroup_internal {
 namespace {
 
 // Undoes the octal escapes (\040 for space, \011, \012, \134) of /proc/self/mountinfo.
-std::string DecodeMountField(const std::string& field) {
+std::string DecodeMountField(std::string_view field) {
   std::string out;
+  out.reserve(field.size());
   for (size_t i = 0; i < field.size(); ++i) {
     if (field[i] == '\\' && i + 3 < field.size()) {
-      const std::string digits = field.substr(i + 1, 3);
-      if (digits.find_first_not_of("01234567") == std::string::npos) {
-        out.push_back(static_cast<char>(std::strtol(digits.c_str(), nullptr, 8)));
+      const std::string_view digits = field.substr(i + 1, 3);
+      if (digits.find_first_not_of("01234567") == std::string_view::npos) {
+        out.push_back(static_cast<char>((digits[0] - '0') * 64 + (digits[1] - '0') * 8 + (digits[2] - '0')));
         i += 3;
         continue;
       }
@@ -34,7 +35,7 @@ std::string DecodeMountField(const std::string& field) {
   return out;
 }
 
-bool AllDigits(const std::string& text) {
+bool AllDigits(std::string_view text) {
   return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
 }
 
@@ -78,24 +79,29 @@ std::optional<uint64_t> ReadNumber(const std::string& path) {
 std::optional<uint64_t> ReadKeyedNumber(const std::string& path, const std::string& key) {
   auto text = ReadSmallFile(path, 64 * 1024);
   if (!text) return std::nullopt;
-  for (const std::string& line : SplitWords(*text, '\n')) {
-    std::vector<std::string> words = SplitWords(line, ' ');
+  for (const std::string_view line : SplitLines(*text)) {
+    const std::vector<std::string_view> words = SplitViews(line, ' ');
     if (words.size() == 2 && words[0] == key && AllDigits(words[1]))
-      return std::strtoull(words[1].c_str(), nullptr, 10);
+      return std::strtoull(std::string(words[1]).c_str(), nullptr, 10);
   }
   return std::nullopt;
 }
 
-std::vector<std::string> SplitWords(const std::string& text, char separator) {
-  std::vector<std::string> words;
+std::vector<std::string_view> SplitViews(std::string_view text, char separator) {
+  std::vector<std::string_view> words;
   size_t start = 0;
   while (start <= text.size()) {
     size_t end = text.find(separator, start);
-    if (end == std::string::npos) end = text.size();
+    if (end == std::string_view::npos) end = text.size();
     if (end > start) words.push_back(text.substr(start, end - start));
     start = end + 1;
   }
   return words;
+}
+
+std::vector<std::string> SplitWords(std::string_view text, char separator) {
+  const std::vector<std::string_view> views = SplitViews(text, separator);
+  return std::vector<std::string>(views.begin(), views.end());
 }
 
 std::vector<MountEntry> ParseCgroupMounts(std::string_view text) {
@@ -109,8 +115,8 @@ std::vector<MountEntry> ParseCgroupMounts(std::string_view text) {
     const std::string_view after = line.substr(dash + 3);
     const std::string_view fstype = after.substr(0, after.find(' '));
     if (fstype != "cgroup" && fstype != "cgroup2") continue;
-    const std::vector<std::string> before = SplitWords(std::string(line.substr(0, dash)), ' ');
-    const std::vector<std::string> type_source_super = SplitWords(std::string(after), ' ');
+    const std::vector<std::string_view> before = SplitViews(line.substr(0, dash), ' ');
+    const std::vector<std::string_view> type_source_super = SplitViews(after, ' ');
     if (before.size() < 6 || type_source_super.size() < 3) continue;
     MountEntry entry;
     entry.root = DecodeMountField(before[3]);
@@ -131,15 +137,15 @@ std::vector<CgroupMembership> ReadOwnCgroups() {
   std::vector<CgroupMembership> out;
   auto text = ReadSmallFile("/proc/self/cgroup");
   if (!text) return out;
-  for (const std::string& line : SplitWords(*text, '\n')) {
+  for (const std::string_view line : SplitLines(*text)) {
     // "4:memory:/a/b" or "0::/a/b"; the path may itself contain ':'.
     size_t first = line.find(':');
-    size_t second = first == std::string::npos ? first : line.find(':', first + 1);
-    if (second == std::string::npos) continue;
+    size_t second = first == std::string_view::npos ? first : line.find(':', first + 1);
+    if (second == std::string_view::npos) continue;
     CgroupMembership entry;
-    entry.hierarchy_id = line.substr(0, first);
+    entry.hierarchy_id = std::string(line.substr(0, first));
     entry.controllers = SplitWords(line.substr(first + 1, second - first - 1), ',');
-    entry.path = line.substr(second + 1);
+    entry.path = std::string(line.substr(second + 1));
     out.push_back(std::move(entry));
   }
   return out;

@@ -37,7 +37,9 @@ bool PathExists(const std::string& path);
 std::optional<uint64_t> ReadNumber(const std::string& path);
 // N from the "key N" line of a flat-keyed file (memory.events, cpu.stat, oom_control, ...).
 std::optional<uint64_t> ReadKeyedNumber(const std::string& path, const std::string& key);
-std::vector<std::string> SplitWords(const std::string& text, char separator);
+// The non-empty pieces of `text` between separators: views into it, or copies.
+std::vector<std::string_view> SplitViews(std::string_view text, char separator);
+std::vector<std::string> SplitWords(std::string_view text, char separator);
 
 // ---- /proc/self tables ----
 struct MountEntry {
