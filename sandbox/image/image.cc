@@ -82,10 +82,10 @@ ImageInfo MakeInfo(const std::string& cache_dir, const std::string& id) {
   info.id = id;
   info.path = cache_dir + "/" + id;
   info.is_default = ReadLink(cache_dir + "/default") == id;
-  auto entries = EntryNames(cache_dir);
-  for (const std::string& name : entries ? *entries : std::vector<std::string>{}) {
-    if (name.rfind(kNamePrefix, 0) == 0 && ReadLink(cache_dir + "/" + name) == id) {
-      info.names.push_back(name.substr(sizeof(kNamePrefix) - 1));
+  if (auto entries = EntryNames(cache_dir)) {
+    for (const std::string& name : *entries) {
+      if (name.rfind(kNamePrefix, 0) == 0 && ReadLink(cache_dir + "/" + name) == id)
+        info.names.push_back(name.substr(sizeof(kNamePrefix) - 1));
     }
   }
   std::sort(info.names.begin(), info.names.end());
@@ -256,10 +256,11 @@ Result<void> RemoveImageIn(const std::string& cache_dir, const std::string& id) 
     return SysError(ErrorCode::kIo, "rename(" + image.path + ", " + trash + ")");
   }
   // Pointers first, so nothing names the image while its tree is being deleted.
-  auto entries = EntryNames(cache_dir);
-  for (const std::string& name : entries ? *entries : std::vector<std::string>{}) {
-    bool pointer = name == "default" || name.rfind("recipe-", 0) == 0 || name.rfind(kNamePrefix, 0) == 0;
-    if (pointer && ReadLink(cache_dir + "/" + name) == image.id) (void)::unlink((cache_dir + "/" + name).c_str());
+  if (auto entries = EntryNames(cache_dir)) {
+    for (const std::string& name : *entries) {
+      bool pointer = name == "default" || name.rfind("recipe-", 0) == 0 || name.rfind(kNamePrefix, 0) == 0;
+      if (pointer && ReadLink(cache_dir + "/" + name) == image.id) (void)::unlink((cache_dir + "/" + name).c_str());
+    }
   }
   (void)::unlink((cache_dir + "/" + image.id + ".json").c_str());
   // RemoveTree deletes symlinks themselves and never follows them.
