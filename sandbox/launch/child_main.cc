@@ -19,6 +19,7 @@
 #include "sandbox/isolation/userns.h"
 #include "sandbox/launch/init.h"
 #include "sandbox/launch/process_tree.h"
+#include "sandbox/launch/signal_reset.h"
 
 namespace sbx {
 namespace {
@@ -94,7 +95,7 @@ pid_t SpawnProgram(const ChildPlan& plan) {
   sigset_t all, init_mask;
   sigfillset(&all);
   if (::sigprocmask(SIG_SETMASK, &all, &init_mask) != 0) return -errno;
-  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+  ResetSignalDispositionsInChild();
   pid_t program = ::vfork();
   if (program == 0) ExecProgram(plan);  // 14-19 in the program
   const int spawn_errno = errno;
