@@ -2,7 +2,9 @@
 // and `network.upstream_ca_files`, read strictly and checked against the allow rules.
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <set>
+#include <string_view>
 
 #include "base/env_name.h"
 #include "netpolicy/network_allowlist_json.h"
@@ -18,10 +20,16 @@ constexpr size_t kMaxCaFiles = 16;
 constexpr size_t kMaxFormatBytes = 256;
 constexpr char kSecretMarker[] = "{secret}";
 
-// Fields sbx-netd must own to frame and route a request; a secret never goes there.
-const std::set<std::string> kReservedHeaders = {
+// Fields sbx-netd must own to frame and route a request; a secret never goes there. A constant
+// array, not a set: every program that links the policy code would build a set at its start.
+constexpr std::string_view kReservedHeaders[] = {
     "host",    "content-length", "transfer-encoding", "connection", "upgrade",
     "te",      "trailer",        "keep-alive",        "proxy-connection", "expect"};
+
+bool IsReservedHeader(std::string_view lower_name) {
+  return std::find(std::begin(kReservedHeaders), std::end(kReservedHeaders), lower_name) !=
+         std::end(kReservedHeaders);
+}
 
 bool IsHeaderToken(const std::string& name) {
   if (name.empty() || name.size() > 64) return false;
@@ -99,7 +107,7 @@ Result<InjectRule> ReadInjectRule(const std::string& where, const json& object) 
   std::string lower = *header;
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (!IsHeaderToken(*header) || kReservedHeaders.count(lower) != 0 ||
+  if (!IsHeaderToken(*header) || IsReservedHeader(lower) ||
       lower.rfind("proxy-", 0) == 0) {
     return InvalidInput(where + ".header: \"" + *header +
                         "\": not a header sbx can set (an HTTP field name of letters, digits "
