@@ -181,19 +181,26 @@ int MountWorkspace(const MountPlan& plan, const MountSources& sources, const cha
   return BindRemount("root/workspace", kSafe);
 }
 
+// Each entry that exists here is covered; a mount's ENOENT means the entry does not (its
+// source, /dev/null, is checked first). No access() before each: 24 system calls fewer.
 int MaskProc() {
+  struct stat null_device {};
+  if (::stat("/dev/null", &null_device) != 0) return errno;
+  if (!S_ISCHR(null_device.st_mode)) return ENODEV;
+  auto absent = [] { return errno == ENOENT; };
   for (const char* file : kMaskedProcFiles) {
-    if (::access(file, F_OK) != 0) continue;
-    if (::mount("/dev/null", file, nullptr, MS_BIND, nullptr) != 0) return errno;
+    if (::mount("/dev/null", file, nullptr, MS_BIND, nullptr) != 0 && !absent()) return errno;
   }
   for (const char* dir : kMaskedProcDirs) {
-    if (::access(dir, F_OK) != 0) continue;
-    if (::mount("tmpfs", dir, "tmpfs", MS_RDONLY | kSafe | MS_NOEXEC, "size=4k,mode=0555") != 0)
+    if (::mount("tmpfs", dir, "tmpfs", MS_RDONLY | kSafe | MS_NOEXEC, "size=4k,mode=0555") != 0 &&
+        !absent())
       return errno;
   }
   for (const char* dir : kReadOnlyProcDirs) {
-    if (::access(dir, F_OK) != 0) continue;
-    if (::mount(dir, dir, nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+    if (::mount(dir, dir, nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      if (absent()) continue;
+      return errno;
+    }
     if (int err = BindRemount(dir, MS_RDONLY | kSafe | MS_NOEXEC)) return err;
   }
   return 0;

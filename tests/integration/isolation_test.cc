@@ -29,6 +29,18 @@ TEST(Isolation, HostFilesOutsideImageAndWorkspaceAreInvisible) {
   EXPECT_TRUE(Contains(inside.stderr_data, "No such file or directory")) << inside.stderr_data;
 }
 
+// /proc entries that show host kernel state are empty: files bound to /dev/null, directories
+// under an empty tmpfs, /proc/sys read-only. The control reads the same entries on the host.
+TEST(Isolation, HostKernelStateInProcIsMasked) {
+  const std::string probe =
+      "for f in /proc/kallsyms /proc/timer_list /proc/keys; do printf '%s ' $(wc -c < $f); done; "
+      "grep -c ' /proc/sys ro,' /proc/self/mountinfo; ls -A /proc/tty/driver | wc -l";
+  HostRun host = RunOnHost({"/bin/sh", "-c", probe});
+  EXPECT_FALSE(Contains(host.output, "0 0 ")) << host.output;  // the host shows its kernel's state
+  RunResult inside = RunInSandbox({"/bin/sh", "-c", probe});
+  EXPECT_EQ(inside.stdout_data, "0 0 0 1\n0\n") << inside.stderr_data;
+}
+
 TEST(Isolation, ImageIsReadOnlyForTheProgramAndWritesVanish) {
   // /etc is the overlay's (root's files: permission denied); /usr the image's own, read-only.
   RunResult first = RunInSandbox({"/bin/sh", "-c",
