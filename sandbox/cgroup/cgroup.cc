@@ -4,7 +4,6 @@
 #include <sys/random.h>
 
 #include <atomic>
-#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -135,9 +134,14 @@ std::string NewRunId() {
   static std::atomic<unsigned> counter{0};
   unsigned char bytes[4] = {};
   if (::getrandom(bytes, sizeof(bytes), 0) != sizeof(bytes)) std::memset(bytes, 0, sizeof(bytes));
-  char id[32];
-  std::snprintf(id, sizeof(id), "%u-%02x%02x%02x%02x", counter++, bytes[0], bytes[1], bytes[2],
-                bytes[3]);
+  // "<counter>-<8 hex digits>", formatted by hand: snprintf would bring printf's machinery
+  // into every run's start.
+  std::string id = std::to_string(counter++) + "-";
+  constexpr char kHex[] = "0123456789abcdef";
+  for (unsigned char byte : bytes) {
+    id += kHex[byte >> 4];
+    id += kHex[byte & 0xf];
+  }
   return id;
 }
 

@@ -410,6 +410,22 @@ TEST(CgroupRunId, RejectsPathInjection) {
   EXPECT_TRUE(IsValidRunId("run-7-ABC"));
 }
 
+// "<counter>-<8 lower-case hex digits>": a valid run id, a new one each call.
+TEST(CgroupRunId, NewIdsAreACounterAndEightHexDigits) {
+  const std::string first = NewRunId(), second = NewRunId();
+  for (const std::string& id : {first, second}) {
+    EXPECT_TRUE(IsValidRunId(id)) << id;
+    const size_t dash = id.find('-');
+    ASSERT_NE(dash, std::string::npos) << id;
+    EXPECT_GT(dash, 0u) << id;
+    EXPECT_EQ(id.find_first_not_of("0123456789"), dash) << id;
+    EXPECT_EQ(id.size() - dash - 1, 8u) << id;
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdef", dash + 1), std::string::npos) << id;
+  }
+  EXPECT_NE(first, second);
+  EXPECT_EQ(std::stoul(second.substr(0, second.find('-'))), std::stoul(first.substr(0, first.find('-'))) + 1);
+}
+
 TEST(CgroupRunDirName, ParsesOnlyExactNames) {
   using cgroup_internal::ParseRunDirPid;
   EXPECT_EQ(ParseRunDirPid("sbx-123-run-7"), 123);
