@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -95,6 +96,7 @@ struct Options {
   bool markdown = false;
   int gap_ms = 0;
   int timeout_s = 120;
+  bool fixed_addresses = false;
 };
 
 double NowMs() {
@@ -378,6 +380,8 @@ std::vector<std::string> HostFacts(Runner& runner, const Options& opt,
   facts.push_back("sbx: " + opt.sbx);
   facts.push_back("warm-up rounds: " + std::to_string(kWarmupRounds) +
                   ", gap between runs: " + std::to_string(opt.gap_ms) + " ms");
+  if (opt.fixed_addresses)
+    facts.push_back("address space randomisation: off for every configuration (--fixed-addresses)");
   return facts;
 }
 
@@ -504,11 +508,14 @@ void PrintTable(const std::vector<Row>& rows, bool markdown) {
 constexpr char kUsage[] =
     "usage: sbx_bench [--rounds N] [--image DIR] [--sbx PATH] [--only WORKLOAD[,...]]\n"
     "                 [--configs NAME[,...]] [--config NAME=COMMAND_PREFIX] [--markdown]\n"
-    "                 [--gap-ms MS] [--timeout-s S]\n"
+    "                 [--gap-ms MS] [--timeout-s S] [--fixed-addresses]\n"
     "workloads: true, pass, import. --config adds or replaces a configuration; in its prefix\n"
     "{sbx}, {floor}, {image} and {ws} are replaced, and quotes group words.\n"
     "--gap-ms sleeps between runs: >=30 exposes per-start cgroup-migration (RCU) costs that\n"
-    "back-to-back starts hide.\n";
+    "back-to-back starts hide.\n"
+    "--fixed-addresses runs every configuration without address space randomisation. Only for\n"
+    "an emulator (the cgroup v2 VM under TCG): it translates a program's code again at each new\n"
+    "address, a cost that grows with the code a launcher runs and that no CPU has.\n";
 
 bool ParseInt(const char* s, int min, int* out) {
   char* end = nullptr;
@@ -525,6 +532,10 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
     std::string arg = argv[i];
     if (arg == "--markdown") {
       opt.markdown = true;
+      continue;
+    }
+    if (arg == "--fixed-addresses") {
+      opt.fixed_addresses = true;
       continue;
     }
     if (arg == "--help" || arg == "-h" || i + 1 >= argc) return std::nullopt;
@@ -570,6 +581,14 @@ int Main(int argc, char** argv) {
     return 2;
   }
   Options opt = std::move(*parsed);
+  // Inherited by every program started from here on, and by everything they start.
+  if (opt.fixed_addresses) {
+    const int current = ::personality(0xffffffff);
+    if (current < 0 || ::personality(static_cast<unsigned long>(current) | ADDR_NO_RANDOMIZE) < 0) {
+      std::fprintf(stderr, "sbx_bench: personality(ADDR_NO_RANDOMIZE): %s\n", std::strerror(errno));
+      return 2;
+    }
+  }
 
   std::vector<ConfigSpec> configs;
   for (const ConfigSpec& c : opt.config_specs) {
