@@ -1,6 +1,6 @@
-// Why not simply signal(sig, SIG_DFL) for all 64: that is 62 system calls in the launch's
-// critical path (61 us here, against 8 us to read the status), and a runner sets very few
-// (sbx run: SIGPIPE; a library user: its own handlers).
+// Why not simply signal(sig, SIG_DFL) for all 64: that is 62 system calls on the launch's
+// critical path, where one read of the status tells the few a runner changed (sbx run: SIGPIPE;
+// a library user: its own handlers).
 #include "sandbox/launch/signal_reset.h"
 
 #include <fcntl.h>
