@@ -25,7 +25,7 @@ int ExitCodeFor(const RunResult& result) {
     case RunStatus::kSetupFailed:
     case RunStatus::kNetdDied: return 125;
     case RunStatus::kTimedOut: return 124;
-    case RunStatus::kCancelled: return 128 + 15;
+    case RunStatus::kCancelled: return 128 + (result.signal != 0 ? result.signal : 15);
     case RunStatus::kExited:
       return result.exec_failure_code != 0 ? result.exec_failure_code : result.exit_code;
     case RunStatus::kPidsLimit:

@@ -51,7 +51,7 @@ struct RunResult {
   std::string run_id;  // names the run's cgroup and network log (NewRunId)
   RunStatus status = RunStatus::kSetupFailed;
   int exit_code = 0;  // the program's own exit code when status is kExited
-  int signal = 0;     // the signal that ended it, when there was one
+  int signal = 0;     // the signal that ended it, or cancelled it (sbx run), when there was one
   uint64_t wall_ms = 0;
   uint64_t cpu_ms = 0;
   uint64_t peak_memory_bytes = 0;
@@ -72,7 +72,8 @@ const char* RunStatusName(RunStatus status);
 
 // The CLI exit code for a result (docs/architecture.md, Conventions): the program's code; 128+N for
 // signal N; 124 timed out; 125 setup failed or sbx-netd died; 126 cannot execute; 127 not
-// found; 143 cancelled (stopped with SIGTERM, as `docker stop` reports it).
+// found; cancelled: 128+N when signal N cancelled it (`sbx run` under Ctrl-C: 130), else 143
+// (stopped with SIGTERM, as `docker stop` reports it).
 int ExitCodeFor(const RunResult& result);
 
 // The whole result as one JSON object (the `sbx run --json` contract).

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,6 +21,30 @@ namespace sbx::cli {
 namespace {
 
 constexpr int kSbxFailed = 125;
+
+// Ctrl-C, a terminal's hang-up and SIGTERM (a CI job cancelled, `timeout`, `kill`) end the run
+// as its timeout would: the whole tree killed, the run's cgroups removed, then sbx exits.
+// Left to their default action they would kill sbx alone and leave its cgroups behind.
+// Blocked here, before any thread or child exists, so that none of them takes the signal; the
+// returned descriptor becomes readable when one arrives (-1 if it cannot be set up: the
+// default actions stay).
+UniqueFd TakeStopSignals() {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGHUP);
+  UniqueFd fd(::signalfd(-1, &stop, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (fd && ::sigprocmask(SIG_BLOCK, &stop, nullptr) != 0) fd.reset();
+  return fd;
+}
+
+// The signal that cancelled the run, 0 if none came.
+int ReceivedStopSignal(int stop_fd) {
+  signalfd_siginfo info{};
+  if (stop_fd < 0 || ::read(stop_fd, &info, sizeof(info)) != sizeof(info)) return 0;
+  return static_cast<int>(info.ssi_signo);
+}
 
 struct RunFlags {
   std::string policy_file;
@@ -128,9 +153,13 @@ int RunRunCommand(int argc, char** argv) {
   }
   // A closed or broken stdout must not kill sbx before it cleans up.
   ::signal(SIGPIPE, SIG_IGN);
+  UniqueFd stop_signals = TakeStopSignals();
+  spec.cancel_fd = stop_signals.get();
 
   auto result = RunSandboxed(spec);
   if (!result) return Refuse(flags.json, result.error().ToString());
+  // A shell's convention: 128 + the signal that stopped the run (130 for Ctrl-C).
+  if (result->status == RunStatus::kCancelled) result->signal = ReceivedStopSignal(stop_signals.get());
   if (flags.json) {
     std::printf("%s\n", RunResultToJson(*result).c_str());
   } else if (result->status == RunStatus::kSetupFailed) {

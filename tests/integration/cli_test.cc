@@ -2,12 +2,15 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -364,6 +367,60 @@ TEST(Cli, AgentIsSbxAgentNextToSbx) {
 // the background (reap_later.h), and the CLI waits for that before it exits; were it not to,
 // they would be orphaned to the nearest subreaper (here a forked watcher) or to pid 1, which in
 // a container may never reap them.
+// The cgroup directories of the runs of sbx process `pid` (sbx-<pid>-<run id>), in every
+// hierarchy mounted under /sys/fs/cgroup.
+std::vector<std::string> RunCgroupsOf(pid_t pid) {
+  const std::string prefix = "sbx-" + std::to_string(pid) + "-";
+  std::vector<std::string> found;
+  std::error_code error;
+  namespace fs = std::filesystem;
+  for (fs::recursive_directory_iterator it("/sys/fs/cgroup", fs::directory_options::skip_permission_denied, error), end;
+       !error && it != end; it.increment(error)) {
+    if (it.depth() > 4) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_directory(error) && it->path().filename().string().rfind(prefix, 0) == 0) {
+      found.push_back(it->path().string());
+      it.disable_recursion_pending();
+    }
+  }
+  return found;
+}
+
+// Ctrl-C, a hang-up or SIGTERM to `sbx run` ends the run like its timeout: the program's tree is
+// killed, the run's cgroups are removed, and sbx exits with 128 + the signal.
+TEST(Cli, AStopSignalEndsTheRunAndRemovesItsCgroups) {
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    SCOPED_TRACE(strsignal(signal));
+    ScratchDir workspace;
+    const pid_t sbx = ::fork();
+    ASSERT_GE(sbx, 0);
+    if (sbx == 0) {
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::execl(SBX_BINARY, SBX_BINARY, "run", "--workspace", workspace.path().c_str(), "--", "/bin/sh", "-c",
+              "touch /workspace/started; while :; do touch /workspace/alive; sleep 0.05; done", nullptr);
+      ::_exit(127);
+    }
+    const std::string started = workspace.path() + "/started", alive = workspace.path() + "/alive";
+    const int polls = static_cast<int>(1000 * WallClockScale());  // of 10 ms each
+    for (int i = 0; i < polls && ::access(started.c_str(), F_OK) != 0; ++i) ::usleep(10000);
+    ASSERT_EQ(::access(started.c_str(), F_OK), 0) << "the run never started";
+    EXPECT_FALSE(RunCgroupsOf(sbx).empty()) << "the default policy's run has no cgroup to look for";
+    ASSERT_EQ(::kill(sbx, signal), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(sbx, &status, 0), sbx);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + signal) << "status " << status;
+    EXPECT_EQ(RunCgroupsOf(sbx), std::vector<std::string>{});
+    // The loop touched "alive" every 50 ms; killed, it touches it no more.
+    ::unlink(alive.c_str());
+    ::usleep(static_cast<useconds_t>(300000 * WallClockScale()));
+    EXPECT_NE(::access(alive.c_str(), F_OK), 0) << "the program outlived sbx";
+  }
+}
+
 TEST(Cli, ExitsOnlyOnceItsInitAndHelperAreReaped) {
   ScratchDir logs;
   const std::vector<std::vector<std::string>> runs = {

@@ -2,6 +2,7 @@
 #include "sandbox/launch/run_result.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,7 @@ TEST(ExitCode, FollowsTheTable) {
   EXPECT_EQ(ExitCodeFor(With(RunStatus::kTimedOut, 0, 9)), 124);
   EXPECT_EQ(ExitCodeFor(With(RunStatus::kSetupFailed)), 125);
   EXPECT_EQ(ExitCodeFor(With(RunStatus::kCancelled)), 143);
+  EXPECT_EQ(ExitCodeFor(With(RunStatus::kCancelled, 0, SIGINT)), 130);  // the signal that cancelled it
   EXPECT_STREQ(RunStatusName(RunStatus::kCancelled), "cancelled");
   EXPECT_EQ(ExitCodeFor(With(RunStatus::kOomKilled, 0, 9)), 137);
   EXPECT_EQ(ExitCodeFor(With(RunStatus::kSeccompViolation, 0, 31)), 159);
