@@ -84,6 +84,9 @@ constexpr int kWarmupRounds = 2;
 constexpr char kChildPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 constexpr char kFallbackImage[] = "/var/tmp/sbxdev/root";
 
+// How long a timed-out configuration has to clean up after SIGTERM before it gets SIGKILL.
+constexpr int kStopGraceMs = 5000;
+
 struct Options {
   int rounds = 0;  // 0: each workload's default
   std::string image;
@@ -258,8 +261,16 @@ class Runner {
         } while (n < 0 && errno == EINTR);
         if (n == 0) {
           timed_out = true;
-          kill(-pid, SIGKILL);
-          kill(pid, SIGKILL);
+          // SIGTERM first: sbx and the floor then kill their tree and remove their cgroups,
+          // which SIGKILL would leave behind.
+          kill(-pid, SIGTERM);
+          do {
+            n = poll(&pfd, 1, kStopGraceMs);
+          } while (n < 0 && errno == EINTR);
+          if (n == 0) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+          }
         }
       }
       while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

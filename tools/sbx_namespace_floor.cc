@@ -64,7 +64,15 @@ constexpr char kCpuQuotaUs[] = "100000";  // per the default 100 ms period: one 
 // its own pid namespace and not yet reaped, so its pid names it alone and killing it ends the
 // namespace.
 std::vector<std::string> g_cgroups;
-pid_t g_child = -1;
+volatile pid_t g_child = -1;
+volatile sig_atomic_t g_stop = 0;
+
+// SIGTERM, SIGINT or SIGHUP (sbx_bench's timeout sends SIGTERM before SIGKILL) kills the child,
+// so the normal way out, which removes the cgroups, follows. Only async-signal-safe calls.
+void OnStopSignal(int) {
+  g_stop = 1;
+  if (g_child > 0) ::kill(g_child, SIGKILL);
+}
 
 void RemoveCgroups() {
   // The kernel may hold a cgroup a moment after its last process is reaped.
@@ -352,6 +360,9 @@ bool IsHostRoot(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  struct sigaction stop {};
+  stop.sa_handler = OnStopSignal;
+  for (int signal : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(signal, &stop, nullptr);
   std::string limits = "none", root;
   bool with_root = false;
   int first = 1;
@@ -404,7 +415,10 @@ int main(int argc, char** argv) {
   }
   const pid_t child = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof(args)));
   if (child < 0) Fail("clone3");
-  if (child > 0) g_child = child;
+  if (child > 0) {
+    g_child = child;
+    if (g_stop) ::kill(child, SIGKILL);  // a stop signal came before there was a child to kill
+  }
   if (child == 0) {
     char byte;
     ::close(go[1]);
