@@ -363,10 +363,6 @@ TEST(Cli, AgentIsSbxAgentNextToSbx) {
   EXPECT_NE(alone.output.find(dir + "/sbx-agent"), std::string::npos) << alone.output;
 }
 
-// What `sbx run` leaves when it exits: nothing. Its sandbox's init and sbx-netd are reaped in
-// the background (reap_later.h), and the CLI waits for that before it exits; were it not to,
-// they would be orphaned to the nearest subreaper (here a forked watcher) or to pid 1, which in
-// a container may never reap them.
 // The cgroup directories of the runs of sbx process `pid` (sbx-<pid>-<run id>), in every
 // hierarchy mounted under /sys/fs/cgroup.
 std::vector<std::string> RunCgroupsOf(pid_t pid) {
@@ -421,6 +417,10 @@ TEST(Cli, AStopSignalEndsTheRunAndRemovesItsCgroups) {
   }
 }
 
+// What `sbx run` leaves when it exits: nothing. Its sandbox's init and sbx-netd are reaped in
+// the background (reap_later.h), and the CLI waits for that before it exits; were it not to,
+// they would be orphaned to the nearest subreaper (here a forked watcher) or to pid 1, which in
+// a container may never reap them.
 TEST(Cli, ExitsOnlyOnceItsInitAndHelperAreReaped) {
   ScratchDir logs;
   const std::vector<std::vector<std::string>> runs = {
