@@ -134,8 +134,11 @@ def test_a_client_that_stops_reading_is_cut_off_and_cancelled():
                      % (session.encode(), len(body)) + body)
         # Read nothing: the server's writes fill the socket and stall past the timeout.
         started = time.monotonic()
-        assert wait_until(
-            lambda: server.request("GET", f"/v1/sessions/{session}")[1]["busy"] is False, 60)
+        busy = lambda: server.request("GET", f"/v1/sessions/{session}")[1]["busy"]
+        # First see the flood hold the session: on a loaded machine the server may not have
+        # read the request yet, and "not busy" would then say nothing about the cut-off.
+        assert wait_until(lambda: busy() is True, 30), "the flood never started"
+        assert wait_until(lambda: busy() is False, 60)
         assert time.monotonic() - started < 60
         sock.close()
         result = server.execute(session, "print('fresh')")
