@@ -208,9 +208,12 @@ Result<void> ValidateImageName(const std::string& name) {
 
 Result<std::string> ResolveImageDirIn(const std::string& cache_dir, const std::string& image) {
   if (image.find('/') != std::string::npos) return image;
-  SBX_ASSIGN_OR_RETURN(auto found, image.empty() || image == "default"
-                                       ? FindDefaultImageIn(cache_dir)
-                                       : FindNamedImageIn(cache_dir, image));
+  if (image.empty() || image == "default") {
+    SBX_ASSIGN_OR_RETURN(auto found, FindDefaultImageIn(cache_dir));
+    return found.path;
+  }
+  // An id or id prefix as `sbx image ls` prints it, or a variant's name.
+  SBX_ASSIGN_OR_RETURN(auto found, FindImageIn(cache_dir, image));
   return found.path;
 }
 

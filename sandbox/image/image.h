@@ -45,8 +45,9 @@ struct ImageInfo {
 Result<void> ValidateImageName(const std::string& name);
 
 // What `--image` takes, resolved to an image directory: empty or `default` for the default
-// image, a name for a variant, anything with a '/' for a directory (as `./dir`). The directory
-// itself is checked later by the launcher (VerifyImageQuick).
+// image, an id or unambiguous id prefix, a name for a variant, anything with a '/' for a
+// directory (as `./dir`). The directory itself is checked later by the launcher
+// (VerifyImageQuick).
 Result<std::string> ResolveImageDir(const std::string& image);
 Result<std::string> ResolveImageDirIn(const std::string& cache_dir, const std::string& image);
 

@@ -52,7 +52,7 @@ void PrintAgentUsage() {
                "                 [--out-dir DIR] [--transcript FILE] [--max-turns N]\n"
                "                 [--instructions TEXT | --instructions-file FILE]\n"
                "                 [--mode tools|code-blocks] [--approve never|always] [--model NAME] [--base-url URL]\n"
-               "                 [--scripted-model FILE] [--policy FILE] [--image NAME|DIR]\n"
+               "                 [--scripted-model FILE] [--policy FILE] [--image NAME|ID|DIR]\n"
                "                 [--timeout S] [--memory SIZE] [--pids N] [--cpus N] [--env K=V]...\n"
                "                 [--network none|host|allowlist] [--allow HOST[:PORTS]]...\n"
                "The model is OpenAI-compatible: OPENAI_API_KEY, OPENAI_BASE_URL and SBX_MODEL (flags win).\n"

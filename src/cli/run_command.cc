@@ -71,7 +71,7 @@ int Refuse(bool json, const std::string& message) {
 
 void PrintRunUsage() {
   std::fprintf(stderr,
-               "usage: sbx run [--policy FILE] [--workspace DIR] [--image NAME|DIR] [--timeout SECONDS]\n"
+               "usage: sbx run [--policy FILE] [--workspace DIR] [--image NAME|ID|DIR] [--timeout SECONDS]\n"
                "               [--memory SIZE] [--pids N] [--cpus N] [--network none|host|allowlist]\n"
                "               [--allow HOST[:PORTS]]... [--network-log FILE] [--env KEY=VALUE]...\n"
                "               [--allow-degraded cgroup|seccomp]... [--cgroup auto|v2|v1|none]\n"

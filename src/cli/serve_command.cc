@@ -49,7 +49,7 @@ struct ServeFlags {
 void PrintServeUsage() {
   std::fprintf(stderr,
                "usage: sbx serve [--listen unix:PATH | tcp:HOST:PORT]... [--token-file FILE]\n"
-               "                 [--policy FILE] [--policy-dir DIR] [--image NAME|DIR] [--max-sessions N]\n"
+               "                 [--policy FILE] [--policy-dir DIR] [--image NAME|ID|DIR] [--max-sessions N]\n"
                "                 [--pool N] [--session-idle SECONDS] [--request-timeout SECONDS]\n"
                "                 [--keepalive SECONDS] [--session-prefix NAME] [--session-driver PATH]\n"
                "                 [policy flags: --memory, --timeout, ...]\n\n"

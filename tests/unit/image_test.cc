@@ -249,6 +249,12 @@ TEST_F(FakeImage, NamedVariantsResolveListAndGoWithTheirImage) {
       << unknown.error().message;
   EXPECT_FALSE(ResolveImageDirIn(dir_, "Sklearn"));
   EXPECT_FALSE(ResolveImageDirIn(dir_, ".."));
+  // An id as `sbx image ls` prints it, or a prefix naming one image, as docker takes one.
+  EXPECT_EQ(*ResolveImageDirIn(dir_, "abcdef012345"), variant);
+  EXPECT_EQ(*ResolveImageDirIn(dir_, "0123"), root_);
+  auto missing = ResolveImageDirIn(dir_, "fff");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("no image fff"), std::string::npos) << missing.error().message;
 
   auto by_name = FindImageIn(dir_, "sklearn");
   ASSERT_TRUE(by_name) << by_name.error().message;
