@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -157,7 +158,17 @@ Result<UniqueFd> OpenImageRoot(const std::string& path, struct stat* st) {
 }
 
 // The marker's "id", after checking the file is as safe as the rest of the image.
-Result<std::string> ReadMarkerId(int root_fd, const std::string& path,
+// Whether `text` is the marker as `sbx image build` writes it, naming `id` first: checked on
+// every start without a JSON parser, whose code the run would otherwise execute for one field.
+bool IsBuiltMarkerFor(std::string_view text, const std::string& id) {
+  const std::string head = "{\"id\": \"" + id + "\"";
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  return text.size() > head.size() && text.starts_with(head) && text.back() == '}';
+}
+
+// The id the marker names: `expected` when it is written as `sbx image build` writes it, else
+// whatever its "id" field says, parsed as JSON.
+Result<std::string> ReadMarkerId(int root_fd, const std::string& path, const std::string& expected,
                                  const VerifyOptions& options) {
   std::string where = path + "/" + kImageMarker;
   UniqueFd fd(openat(root_fd, kImageMarker, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
@@ -181,6 +192,7 @@ Result<std::string> ReadMarkerId(int root_fd, const std::string& path,
   } while (got < 0 && errno == EINTR);
   if (got < 0) return SysError(ErrorCode::kIo, "read(" + where + ")");
   text.resize(static_cast<size_t>(got));
+  if (IsBuiltMarkerFor(text, expected)) return expected;
   nlohmann::json marker = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!marker.is_object() || !marker.contains("id") || !marker["id"].is_string()) {
     return InvalidInput(where + ": expected a JSON object with a string \"id\"; " + kRebuild);
@@ -231,8 +243,8 @@ Result<void> VerifyResolvedImage(const std::string& path, const char* real, cons
   if (!problem.empty()) {
     return InvalidInput("image " + path + ": its root directory " + problem + ", " + kRebuild);
   }
-  SBX_ASSIGN_OR_RETURN(auto id, ReadMarkerId(root.get(), real, options));
   std::string name = std::string(real).substr(std::string(real).rfind('/') + 1);
+  SBX_ASSIGN_OR_RETURN(auto id, ReadMarkerId(root.get(), real, name, options));
   if (id != name) {
     return InvalidInput("image " + path + ": its marker says id " + id +
                         " but the directory is named " + name + "; " + kRebuild);

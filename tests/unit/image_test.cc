@@ -165,6 +165,25 @@ TEST_F(FakeImage, QuickCheckNeedsAMatchingMarker) {
   EXPECT_NE(writable.error().message.find("writable only by it"), std::string::npos);
 }
 
+// The marker as `sbx image build` writes it is read without a JSON parser; any other JSON
+// naming the id passes too, and whatever is not a whole object naming it does not.
+TEST_F(FakeImage, QuickCheckReadsTheMarkerInEitherForm) {
+  Write("/.sbx-image.json", "{\"id\": \"0123456789ab\", \"recipe_id\": \"x\", \"created\": \"y\"}\n", 0644);
+  EXPECT_TRUE(VerifyImageQuick(root_));
+  Write("/.sbx-image.json", "{\"created\": \"y\",\n  \"id\":\"0123456789ab\"}", 0644);
+  EXPECT_TRUE(VerifyImageQuick(root_));
+
+  for (const char* broken : {"{\"id\": \"0123456789ab\", \"recipe_id\": \"x",  // cut short
+                             "{\"id\": \"0123456789ab\"",
+                             "{\"id\": \"0123456789abc\"}",  // names another id
+                             "[\"id\", \"0123456789ab\"]"}) {
+    Write("/.sbx-image.json", broken, 0644);
+    auto refused = VerifyImageQuick(root_);
+    ASSERT_FALSE(refused) << broken;
+    EXPECT_NE(refused.error().message.find("sbx image build --force"), std::string::npos) << refused.error().message;
+  }
+}
+
 TEST_F(FakeImage, QuickCheckRejectsWritableRootAndParent) {
   ASSERT_EQ(chmod(root_.c_str(), 0775), 0);
   auto root = VerifyImageQuick(root_);
