@@ -51,6 +51,17 @@ CodeResult Rejected(const Error& error, std::string network_mode) {
   return rejected;
 }
 
+// A call cancelled before anything ran: the session, if any, lives on.
+CodeResult NothingRun(CodeResult result, std::string network_mode) {
+  result.network_mode = std::move(network_mode);
+  result.status = RunStatus::kCancelled;
+  RunResult as_run;
+  as_run.status = RunStatus::kCancelled;
+  result.exit_code = ExitCodeFor(as_run);
+  result.notice = "nothing was run: the execution was cancelled before it started";
+  return result;
+}
+
 }  // namespace
 
 Result<void> ValidateBlocks(const std::vector<CodeBlock>& blocks) {
@@ -172,12 +183,29 @@ Result<std::unique_ptr<DriverProcess>> SessionExecutor::StartDriver() {
 }
 
 Result<CodeResult> SessionExecutor::Execute(const std::vector<CodeBlock>& blocks) {
-  return ExecuteStreaming(blocks, {});
+  return ExecuteStreaming(blocks, {}, nullptr);
 }
 
 Result<CodeResult> SessionExecutor::ExecuteStreaming(const std::vector<CodeBlock>& blocks,
-                                                     const OutputSink& sink) {
+                                                     const OutputSink& sink, CancelToken* cancel) {
   if (auto valid = ValidateBlocks(blocks); !valid) return Rejected(valid.error(), NetworkModeLabel());
+  CancelToken own;
+  CancelToken& token = cancel != nullptr ? *cancel : own;
+  {
+    // Checked and registered at once: a cancel before this point killed nothing.
+    std::lock_guard lock(session_mutex_);
+    if (cancelled_from_now_on_) token.cancelled_ = true;
+    if (token.cancelled()) return NothingRun({}, NetworkModeLabel());
+    running_cancel_ = &token;
+  }
+  Result<CodeResult> result = RunBlocks(blocks, sink, token);
+  std::lock_guard lock(session_mutex_);
+  running_cancel_ = nullptr;
+  return result;
+}
+
+Result<CodeResult> SessionExecutor::RunBlocks(const std::vector<CodeBlock>& blocks,
+                                              const OutputSink& sink, const CancelToken& token) {
   CodeResult total;
   if (session_ && session_->EndedWhileIdle()) {
     EndSession();
@@ -198,13 +226,14 @@ Result<CodeResult> SessionExecutor::ExecuteStreaming(const std::vector<CodeBlock
     SBX_ASSIGN_OR_RETURN(auto started, PythonSession::Start(std::move(driver), config));
     std::lock_guard lock(session_mutex_);
     session_ = std::move(started);
+    // A cancel while the session started found none to kill: it is left for the next execution.
+    if (token.cancelled()) return NothingRun(std::move(total), NetworkModeLabel());
   }
   total.notice = std::exchange(pending_notice_, "");
   WorkspaceSnapshot before = SnapshotWorkspace(workspace_.fd.get());
-  cancel_requested_ = false;
   for (const CodeBlock& block : blocks) {
     CodeResult result = session_->Run(block, sink);
-    if (cancel_requested_) result.status = RunStatus::kCancelled;
+    if (token.cancelled()) result.status = RunStatus::kCancelled;
     ++total.blocks_run;
     bool failed = result.status != RunStatus::kExited || result.exit_code != 0 || result.rejected;
     Merge(total, std::move(result));
@@ -264,10 +293,26 @@ void SessionExecutor::EndSession() {
 
 void SessionExecutor::Close() { EndSession(); }
 
+void SessionExecutor::CancelLocked(CancelToken& token) {
+  token.cancelled_ = true;
+  // Only the running execution's session: a token cancelled late must not kill a later one's.
+  if (&token == running_cancel_ && session_) session_->Kill();
+}
+
+void SessionExecutor::Cancel(CancelToken& token) {
+  std::lock_guard lock(session_mutex_);
+  CancelLocked(token);
+}
+
 void SessionExecutor::Cancel() {
   std::lock_guard lock(session_mutex_);
-  cancel_requested_ = true;
-  if (session_) session_->Kill();
+  if (running_cancel_ != nullptr) CancelLocked(*running_cancel_);
+}
+
+void SessionExecutor::CancelFromNowOn() {
+  std::lock_guard lock(session_mutex_);
+  cancelled_from_now_on_ = true;
+  if (running_cancel_ != nullptr) CancelLocked(*running_cancel_);
 }
 
 void SessionExecutor::SetBlockTimeout(double seconds) {

@@ -17,6 +17,11 @@
 //   auto r = (*session)->Execute({{"python", "import pandas as pd\ndf = pd.read_csv('data.csv')"}});
 //   (*session)->CopyOutputs({"report.md", "output/figures"}, "/srv/out");   // ends the session
 //
+// Cancelling one execution from another thread (a server whose client hung up):
+//   CancelToken cancel;  // one per execution; outlives it and every Cancel(cancel)
+//   // on the watching thread, whenever the client hangs up: (*session)->Cancel(cancel);
+//   auto r = (*session)->ExecuteStreaming(blocks, sink, &cancel);  // kCancelled if it came
+//
 // Policy: limits.timeout_seconds is the timeout of one block; the session's sandbox itself
 // lives at most `session_max_seconds` and ends after `session_idle_seconds` without a request.
 #pragma once
@@ -59,14 +64,30 @@ struct ExecutorOptions {
   std::string outer_session_driver;
 };
 
+// One execution's cancellation, set from any thread by SessionExecutor::Cancel(token) at any
+// time: before the execution starts (it then runs nothing), while it runs (its session is
+// killed), or after it has returned (nothing happens: a later execution has a token of its own).
+// Use each token for one execution; it must outlive that execution and every Cancel(token).
+class CancelToken {
+ public:
+  bool cancelled() const { return cancelled_; }
+
+ private:
+  friend class SessionExecutor;
+  std::atomic<bool> cancelled_{false};
+};
+
 class SessionExecutor : public CodeExecutor {
  public:
   static Result<std::unique_ptr<SessionExecutor>> Create(ExecutorOptions options);
   ~SessionExecutor() override;
 
   Result<CodeResult> Execute(const std::vector<CodeBlock>& blocks) final;
-  // Execute, with each block's output also handed to `sink` as it is written.
-  virtual Result<CodeResult> ExecuteStreaming(const std::vector<CodeBlock>& blocks, const OutputSink& sink);
+  // Execute, with each block's output also handed to `sink` as it is written. `cancel` (may be
+  // null) is this execution's token: once Cancel(*cancel) has run, before or during it, the
+  // execution returns kCancelled.
+  virtual Result<CodeResult> ExecuteStreaming(const std::vector<CodeBlock>& blocks,
+                                              const OutputSink& sink, CancelToken* cancel);
   std::string Name() const override { return "session"; }
 
   // End the session (its processes are all dead when these run), then copy declared outputs
@@ -77,10 +98,20 @@ class SessionExecutor : public CodeExecutor {
   Result<ArchiveReport> PersistWorkspace(const std::string& archive_path);
   // Ends the session; nothing is left running. Idempotent.
   virtual void Close();
-  // Callable from any thread while Execute runs on another: kills the session's processes, so
-  // the execution returns kCancelled with its state lost (the next starts a fresh session).
-  // Between executions it does nothing.
+  // Cancelling, callable from any thread while an execution runs on another (none of them
+  // waits for it to return). An execution cancelled before it starts runs nothing: it returns
+  // kCancelled, its notice says nothing was run, and the session lives on. One cancelled while
+  // it runs has its session's processes killed: it returns kCancelled with its state lost (the
+  // next starts a fresh session).
+  //
+  // Cancel(token): the execution given `token`, whether it has started, runs now or has
+  // returned (then nothing happens).
+  void Cancel(CancelToken& token);
+  // The execution running now, if any; between executions nothing happens.
   void Cancel();
+  // The execution running now and every later one, for an executor about to be closed for
+  // good (a server session being ended): each returns kCancelled and runs nothing.
+  void CancelFromNowOn();
   // The timeout of each block from the next execution on (policy.limits.timeout_seconds).
   void SetBlockTimeout(double seconds);
   // Runs the blocks, then ends the session, so the result also carries the finished network
@@ -98,6 +129,11 @@ class SessionExecutor : public CodeExecutor {
   Result<void> PrepareOuter();
   virtual Result<std::unique_ptr<DriverProcess>> StartDriver();
   Result<std::string> NetworkLogDir();
+  // ExecuteStreaming's work once `token` is registered as the running execution's.
+  Result<CodeResult> RunBlocks(const std::vector<CodeBlock>& blocks, const OutputSink& sink,
+                               const CancelToken& token);
+  // Cancels `token`'s execution; the caller holds session_mutex_.
+  void CancelLocked(CancelToken& token);
   // Closes and drops the session, keeping its network summary.
   void EndSession();
   // The network fields of `result`: the mode, what the log recorded since the last read, and
@@ -114,9 +150,11 @@ class SessionExecutor : public CodeExecutor {
   Workspace workspace_;
   std::string image_dir_;
   std::unique_ptr<PythonSession> session_;
-  // Held while session_ is replaced or dropped, and by Cancel() (the only cross-thread caller).
+  // Held while session_ is replaced or dropped or running_cancel_ changes, and by the Cancel
+  // calls (the only cross-thread callers).
   std::mutex session_mutex_;
-  std::atomic<bool> cancel_requested_{false};  // by Cancel() during the current execution
+  CancelToken* running_cancel_ = nullptr;  // the running execution's; under session_mutex_
+  bool cancelled_from_now_on_ = false;     // CancelFromNowOn; under session_mutex_
   std::string pending_notice_;  // why the previous session ended, told with the next result
   // The current session's network audit log and how far its executions have read it.
   std::string network_log_path_;

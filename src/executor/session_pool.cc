@@ -234,9 +234,10 @@ void PooledSessionExecutor::Close() {
 }
 
 Result<CodeResult> PooledSessionExecutor::ExecuteStreaming(const std::vector<CodeBlock>& blocks,
-                                                           const OutputSink& sink) {
+                                                           const OutputSink& sink,
+                                                           CancelToken* cancel) {
   MarkBusy(true);
-  auto result = SessionExecutor::ExecuteStreaming(blocks, sink);
+  auto result = SessionExecutor::ExecuteStreaming(blocks, sink, cancel);
   MarkBusy(false);
   return result;
 }

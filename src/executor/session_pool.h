@@ -113,7 +113,8 @@ class PooledSessionExecutor final : public SessionExecutor {
   std::string Name() const override { return "pooled session"; }
   // As SessionExecutor's. From Acquire to the end of the first execution (or Close), and
   // during every later one, the pool defers refilling (PoolOptions::refill_deferral_seconds).
-  Result<CodeResult> ExecuteStreaming(const std::vector<CodeBlock>& blocks, const OutputSink& sink) override;
+  Result<CodeResult> ExecuteStreaming(const std::vector<CodeBlock>& blocks, const OutputSink& sink,
+                                      CancelToken* cancel) override;
   // As SessionExecutor's; a closed session no longer holds refills back.
   void Close() override;
   // The host pid of the current session's pid 1 (0 before one exists), for measurements.

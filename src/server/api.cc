@@ -505,8 +505,11 @@ executor::CodeResult Api::RunBlocks(ServerSession& session, const HttpRequest& r
   executor.SetBlockTimeout(timeout);
   const auto started = std::chrono::steady_clock::now();
   Result<executor::CodeResult> result = [&] {
-    DisconnectWatch watch(request.connection_fd, [&executor] { executor.Cancel(); });
-    return executor.ExecuteStreaming(blocks, sink);
+    // This request's own token: a client gone before the execution starts still cancels it,
+    // and a hang-up after it returned cannot reach the session's next execution.
+    executor::CancelToken cancel;
+    DisconnectWatch watch(request.connection_fd, [&executor, &cancel] { executor.Cancel(cancel); });
+    return executor.ExecuteStreaming(blocks, sink, &cancel);
   }();
   if (!result) Fail(FromError(result.error(), "start the session"));
   metrics_.CountExecution(RunStatusName(result->status),

@@ -100,7 +100,8 @@ uint64_t ServerSession::executions() const {
 }
 
 void ServerSession::End() {
-  if (auto* running = executor_.get()) running->Cancel();
+  // The running execution and those of the requests queued ahead of this one (they run nothing).
+  if (auto* running = executor_.get()) running->CancelFromNowOn();
   std::lock_guard turn(turn_);
   if (!executor_) return;
   executor_->Close();

@@ -67,7 +67,8 @@ class ServerSession {
   bool busy() const;
   double last_used() const;
   uint64_t executions() const;
-  // Ends the session: stops a running execution, then waits for its turn and closes it.
+  // Ends the session: stops a running execution and cancels those of the requests ahead of it
+  // (they run nothing), then waits for its turn and closes it.
   void End();
 
  private:

@@ -33,7 +33,7 @@ Result<CodeResult> RunStreaming(SessionExecutor& session, const std::string& sou
       (chunk.stream == OutputChunk::Stream::kStderr ? received.stderr_text : received.stdout_text) += chunk.text;
     }
     if (also) also(chunk);
-  });
+  }, nullptr);
 }
 
 TEST(SessionStreaming, OutputReachesTheCallerWhileTheBlockStillRuns) {

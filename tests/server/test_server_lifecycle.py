@@ -1,6 +1,7 @@
 """Sessions over time: capacity, cancellation, concurrency, draining, a killed server."""
 import concurrent.futures
 import glob
+import http.client
 import json
 import os
 import shutil
@@ -97,6 +98,64 @@ def test_a_disconnect_cancels_only_the_execution_of_its_own_request():
         assert processes_with(b"2727.8")
         later.close()
         assert wait_until(lambda: not processes_with(b"2727.8"), 10)
+    finally:
+        server.stop()
+
+
+def test_a_client_gone_before_its_request_is_served_runs_nothing():
+    """The request arrives with the connection already closed: the disconnect comes before the
+    execution starts (here, while the session's sandbox is still starting) and still counts."""
+    server = Server("--pool", "0")
+    try:
+        session = server.session()
+        body = ('{"code_blocks": [{"language": "bash", "code": "touch ran"}]}').encode()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(server.socket_path)
+        sock.sendall(b"POST /v1/sessions/%s/execute HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                     % (session.encode(), len(body)) + body)
+        sock.close()
+        served = lambda: server.request("GET", f"/v1/sessions/{session}")[1]
+        assert wait_until(lambda: served()["executions"] == 1 and not served()["busy"], 30)
+        status, _, _ = server.request("GET", f"/v1/sessions/{session}/files/ran", raw=True)
+        assert status == 404
+        metrics = server.request("GET", "/metrics", raw=True)[1]
+        assert b'sbx_executions_total{status="cancelled"} 1' in metrics, metrics
+        assert server.execute(session, "print('next')")["stdout"] == "next\n"
+    finally:
+        server.stop()
+
+
+def test_ending_a_session_cancels_the_requests_waiting_for_their_turn():
+    """DELETE stops the running execution and every request queued before it: none of them
+    runs its code, so ending the session does not wait for them."""
+    server = Server("--pool", "0")
+
+    def send(session, code):
+        body = json.dumps({"code_blocks": [{"language": "bash", "code": code}]}).encode()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(60)
+        sock.connect(server.socket_path)
+        sock.sendall(b"POST /v1/sessions/%s/execute HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Length: %d\r\n\r\n" % (session.encode(), len(body)) + body)
+        return sock
+
+    try:
+        session = server.session()
+        running = send(session, "sleep 2727.91")
+        assert wait_until(lambda: processes_with(b"2727.91"), 30)
+        waiting = send(session, "sleep 2727.92")
+        time.sleep(2)  # its turn is taken after the running one's, before DELETE's
+        started = time.monotonic()
+        status, _, _ = server.request("DELETE", f"/v1/sessions/{session}")
+        assert status == 200
+        assert time.monotonic() - started < 20
+        assert not processes_with(b"2727.91") and not processes_with(b"2727.92")
+        answer = http.client.HTTPResponse(waiting)
+        answer.begin()
+        result = json.loads(answer.read())
+        assert result["status"] == "cancelled" and "nothing was run" in result["notice"], result
+        running.close()
+        waiting.close()
     finally:
         server.stop()
 
