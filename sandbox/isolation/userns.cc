@@ -2,6 +2,7 @@
 #include "sandbox/isolation/userns.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -162,9 +163,20 @@ Result<IdMapping> ComputeIdMapping(uid_t caller_uid, gid_t caller_gid,
   return mapping;
 }
 
+bool InInitialUserNamespace() {
+  // The kernel numbers the initial user namespace's inode PROC_USER_INIT_INO and every other
+  // namespace from PROC_DYNAMIC_FIRST (0xF0000000) up, so no other namespace has this number.
+  constexpr ino_t kInitialUserNamespaceInode = 0xEFFFFFFDu;
+  struct stat st {};
+  return ::stat("/proc/self/ns/user", &st) == 0 && st.st_ino == kInitialUserNamespaceInode;
+}
+
 Result<IdMapping> ComputeIdMapping(uid_t caller_uid, gid_t caller_gid) {
   std::vector<IdRange> maps[2];
-  if (caller_uid == 0) {
+  if (caller_uid == 0 && InInitialUserNamespace()) {
+    // Its maps are the identity over every id; reading and parsing them would say only that.
+    maps[0] = maps[1] = {IdRange{0, 0, 4294967295u}};
+  } else if (caller_uid == 0) {
     const char* paths[2] = {"/proc/self/uid_map", "/proc/self/gid_map"};
     for (int i = 0; i < 2; ++i) {
       SBX_ASSIGN_OR_RETURN(auto text, ReadSmallFile(paths[i]));

@@ -54,8 +54,12 @@ Result<IdMapping> ComputeIdMapping(uid_t caller_uid, gid_t caller_gid,
                                    const std::vector<IdRange>& own_uids,
                                    const std::vector<IdRange>& own_gids);
 
-// The same for this process, with its own /proc/self/uid_map and gid_map.
+// The same for this process, with its own /proc/self/uid_map and gid_map (in the initial user
+// namespace, the identity map those files hold, without reading them).
 Result<IdMapping> ComputeIdMapping(uid_t caller_uid, gid_t caller_gid);
+
+// Whether this process is in the host's initial user namespace (not in a container's).
+bool InInitialUserNamespace();
 
 // Writes /proc/<pid>/{setgroups,uid_map,gid_map} for the freshly cloned child. In rootless
 // mode setgroups is set to "deny" first (the kernel requires it for an unprivileged writer).

@@ -1,7 +1,13 @@
 // Unit tests for the id-mapping decisions.
 #include "sandbox/isolation/userns.h"
 
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
+
+#include "base/small_file.h"
 
 namespace sbx {
 namespace {
@@ -72,6 +78,45 @@ TEST(IdMapping, RefusesOverflowAndInvalidIds) {
   EXPECT_FALSE(ComputeIdMapping(1000, 65534, kHostMap, kHostMap));
   EXPECT_FALSE(ComputeIdMapping(4294967295u, 100, kHostMap, kHostMap));
   EXPECT_FALSE(ComputeIdMapping(1000, 0, kHostMap, kHostMap));
+}
+
+// The kernel's own name for the namespace, with its inode: "user:[4026531837]" is the initial one.
+std::string UserNamespaceLink() {
+  char link[64] = {};
+  ssize_t n = ::readlink("/proc/self/ns/user", link, sizeof(link) - 1);
+  return n > 0 ? std::string(link, static_cast<size_t>(n)) : "";
+}
+
+TEST(IdMapping, TheInitialNamespaceIsKnownWithoutReadingItsMaps) {
+  const bool initial = UserNamespaceLink() == "user:[4026531837]";
+  EXPECT_EQ(InInitialUserNamespace(), initial) << UserNamespaceLink();
+  // Where the maps are not read, the mapping is the one they would give.
+  auto uids = ParseIdMap(*ReadSmallFile("/proc/self/uid_map"));
+  auto gids = ParseIdMap(*ReadSmallFile("/proc/self/gid_map"));
+  ASSERT_TRUE(uids && gids);
+  for (uid_t caller : {0u, 1234u}) {
+    auto read = ComputeIdMapping(caller, caller, *uids, *gids);
+    auto own = ComputeIdMapping(caller, caller);
+    ASSERT_EQ(static_cast<bool>(read), static_cast<bool>(own)) << caller;
+    if (read) {
+      EXPECT_EQ(own->UidMapLine(), read->UidMapLine()) << caller;
+      EXPECT_EQ(own->GidMapLine(), read->GidMapLine()) << caller;
+    }
+  }
+}
+
+TEST(IdMapping, ANewUserNamespaceIsNotTheInitialOne) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::unshare(CLONE_NEWUSER) != 0) ::_exit(2);
+    ::_exit(InInitialUserNamespace() ? 1 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_NE(WEXITSTATUS(status), 2) << "unshare(CLONE_NEWUSER) failed: this kernel has no user namespaces";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "a new user namespace was taken for the initial one";
 }
 
 }  // namespace
