@@ -22,6 +22,7 @@ class SessionInfo:
     last_used: float = 0
     executions: int = 0
     busy: bool = False
+    requests: int = 0  # the requests holding the session or waiting for their turn
     pooled: bool = False
     idle_timeout: Optional[float] = None
     network: Any = None

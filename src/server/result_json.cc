@@ -92,6 +92,7 @@ nlohmann::json SessionJson(const ServerSession& session) {
           {"last_used", session.last_used()},
           {"executions", session.executions()},
           {"busy", session.busy()},
+          {"requests", session.requests()},
           {"pooled", session.pooled},
           {"idle_timeout", session.idle_timeout_seconds},
           {"network", session.network},

@@ -84,9 +84,11 @@ void ServerSession::EndRequest(bool counted_execution) {
   if (counted_execution) ++executions_;
 }
 
-bool ServerSession::busy() const {
+bool ServerSession::busy() const { return requests() > 0; }
+
+int ServerSession::requests() const {
   std::lock_guard lock(mutex_);
-  return active_requests_ > 0;
+  return active_requests_;
 }
 
 double ServerSession::last_used() const {

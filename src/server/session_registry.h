@@ -65,6 +65,8 @@ class ServerSession {
   void BeginRequest();
   void EndRequest(bool counted_execution);
   bool busy() const;
+  // The requests holding the session's turn or waiting for it.
+  int requests() const;
   double last_used() const;
   uint64_t executions() const;
   // Ends the session: stops a running execution and cancels those of the requests ahead of it

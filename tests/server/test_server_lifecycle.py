@@ -144,7 +144,8 @@ def test_ending_a_session_cancels_the_requests_waiting_for_their_turn():
         running = send(session, "sleep 2727.91")
         assert wait_until(lambda: processes_with(b"2727.91"), 30)
         waiting = send(session, "sleep 2727.92")
-        time.sleep(2)  # its turn is taken after the running one's, before DELETE's
+        # Queued behind the running one before DELETE asks for its turn.
+        assert wait_until(lambda: server.request("GET", f"/v1/sessions/{session}")[1]["requests"] == 2, 30)
         started = time.monotonic()
         status, _, _ = server.request("DELETE", f"/v1/sessions/{session}")
         assert status == 200
