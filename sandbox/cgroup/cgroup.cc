@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/ascii.h"
+#include "base/str_cat.h"
 #include "sandbox/cgroup/cgroup_internal.h"
 
 namespace sbx {
@@ -72,10 +73,10 @@ const CgroupEnforcement& RunCgroup::enforcement() const { return state_->dirs.en
 int RunCgroup::CloneIntoFd() const { return state_->dirs.clone_into.get(); }
 
 Result<void> RunCgroup::AddProcessInParent(pid_t pid) {
-  const std::string value = std::to_string(pid);
+  const std::string value = StrCat({Decimal(static_cast<uint64_t>(pid))});
   // v1 has one directory per hierarchy; cpuacct may share cpu's directory.
   for (const std::string& dir : state_->dirs.created) {
-    SBX_TRY_CTX(cgroup_internal::WriteSmallFile(dir + "/cgroup.procs", value),
+    SBX_TRY_CTX(cgroup_internal::WriteSmallFile(StrCat({dir, "/cgroup.procs"}), value),
                 "cgroup: adding pid " + value);
   }
   return Ok{};
@@ -85,7 +86,7 @@ bool RunCgroup::KillAll() {
   if (state_->dirs.version != CgroupVersion::kV2) return false;
   // cgroup.kill (Linux 5.14) SIGKILLs every process, including ones forked concurrently.
   return static_cast<bool>(
-      cgroup_internal::WriteSmallFile(state_->dirs.memory + "/cgroup.kill", "1"));
+      cgroup_internal::WriteSmallFile(StrCat({state_->dirs.memory, "/cgroup.kill"}), "1"));
 }
 
 CgroupUsage RunCgroup::ReadUsage() const {
@@ -94,20 +95,20 @@ CgroupUsage RunCgroup::ReadUsage() const {
   const RunDirs& dirs = state_->dirs;
   CgroupUsage usage;
   if (dirs.version == CgroupVersion::kV2) {
-    usage.peak_memory_bytes = ReadNumber(dirs.memory + "/memory.peak");  // Linux 5.19+
-    if (auto usec = ReadKeyedNumber(dirs.cpu + "/cpu.stat", "usage_usec"))
+    usage.peak_memory_bytes = ReadNumber(StrCat({dirs.memory, "/memory.peak"}));  // Linux 5.19+
+    if (auto usec = ReadKeyedNumber(StrCat({dirs.cpu, "/cpu.stat"}), "usage_usec"))
       usage.cpu_usage_ns = *usec * 1000;
-    usage.oom_kills = ReadKeyedNumber(dirs.memory + "/memory.events", "oom_kill").value_or(0);
+    usage.oom_kills = ReadKeyedNumber(StrCat({dirs.memory, "/memory.events"}), "oom_kill").value_or(0);
   } else {
     if (!dirs.memory.empty()) {
-      usage.peak_memory_bytes = ReadNumber(dirs.memory + "/memory.max_usage_in_bytes");
+      usage.peak_memory_bytes = ReadNumber(StrCat({dirs.memory, "/memory.max_usage_in_bytes"}));
       usage.oom_kills =
-          ReadKeyedNumber(dirs.memory + "/memory.oom_control", "oom_kill").value_or(0);
+          ReadKeyedNumber(StrCat({dirs.memory, "/memory.oom_control"}), "oom_kill").value_or(0);
     }
-    if (!dirs.cpuacct.empty()) usage.cpu_usage_ns = ReadNumber(dirs.cpuacct + "/cpuacct.usage");
+    if (!dirs.cpuacct.empty()) usage.cpu_usage_ns = ReadNumber(StrCat({dirs.cpuacct, "/cpuacct.usage"}));
   }
   if (!dirs.pids.empty())
-    usage.pids_max_hits = ReadKeyedNumber(dirs.pids + "/pids.events", "max").value_or(0);
+    usage.pids_max_hits = ReadKeyedNumber(StrCat({dirs.pids, "/pids.events"}), "max").value_or(0);
   return usage;
 }
 

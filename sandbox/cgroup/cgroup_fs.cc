@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "base/lines.h"
+#include "base/str_cat.h"
 #include "sandbox/cgroup/cgroup_internal.h"
 
 namespace sbx::cgroup_internal {
@@ -168,7 +169,7 @@ std::optional<std::string> HostPathOf(const MountEntry& mount, const std::string
 }
 
 std::string RunDirName(const std::string& run_id) {
-  return "sbx-" + std::to_string(::getpid()) + "-" + run_id;
+  return StrCat({"sbx-", Decimal(static_cast<uint64_t>(::getpid())), "-", run_id});
 }
 
 std::optional<pid_t> ParseRunDirPid(const std::string& name) {

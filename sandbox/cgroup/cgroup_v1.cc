@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 
+#include "base/str_cat.h"
 #include "sandbox/cgroup/cgroup_internal.h"
 
 namespace sbx::cgroup_internal {
@@ -42,23 +43,23 @@ V1Parent FindParent(const std::vector<MountEntry>& mounts, const std::vector<Cgr
 std::string CfsQuota(double cpus) {
   double quota = std::round(cpus * 100000.0);
   if (!(quota >= 1000.0)) quota = 1000.0;  // the kernel's minimum quota is 1 ms
-  return std::to_string(static_cast<uint64_t>(quota));
+  return StrCat({Decimal(static_cast<uint64_t>(quota))});
 }
 
 Result<void> WriteMemory(const std::string& dir, uint64_t bytes) {
-  const std::string value = std::to_string(bytes);
-  SBX_TRY(WriteSmallFile(dir + "/memory.limit_in_bytes", value));
+  const std::string value = StrCat({Decimal(bytes)});
+  SBX_TRY(WriteSmallFile(StrCat({dir, "/memory.limit_in_bytes"}), value));
   // memsw = memory + swap; equal to the memory limit means no swap. It must be written after
   // limit_in_bytes (the kernel requires memsw >= limit). Absent without swap accounting.
-  if (PathExists(dir + "/memory.memsw.limit_in_bytes"))
-    SBX_TRY(WriteSmallFile(dir + "/memory.memsw.limit_in_bytes", value));
-  (void)WriteSmallFile(dir + "/memory.swappiness", "0");  // a preference; not enforcement
+  const std::string memsw = StrCat({dir, "/memory.memsw.limit_in_bytes"});
+  if (PathExists(memsw)) SBX_TRY(WriteSmallFile(memsw, value));
+  (void)WriteSmallFile(StrCat({dir, "/memory.swappiness"}), "0");  // a preference; not enforcement
   return Ok{};
 }
 
 Result<void> WriteCpu(const std::string& dir, double cpus) {
-  SBX_TRY(WriteSmallFile(dir + "/cpu.cfs_period_us", "100000"));
-  SBX_TRY(WriteSmallFile(dir + "/cpu.cfs_quota_us", CfsQuota(cpus)));
+  SBX_TRY(WriteSmallFile(StrCat({dir, "/cpu.cfs_period_us"}), "100000"));
+  SBX_TRY(WriteSmallFile(StrCat({dir, "/cpu.cfs_quota_us"}), CfsQuota(cpus)));
   return Ok{};
 }
 
@@ -91,7 +92,7 @@ Result<RunDirs> CreateV1(const std::string& run_id, const Limits& limits, const 
       note(parent.reason);
       continue;
     }
-    const std::string dir = parent.path + "/" + RunDirName(run_id);
+    const std::string dir = StrCat({parent.path, "/", RunDirName(run_id)});
     bool already_ours = false;  // cpu and cpuacct co-mounted share one directory
     for (const std::string& created : dirs.created) already_ours = already_ours || created == dir;
     if (!already_ours) {
@@ -116,7 +117,7 @@ Result<RunDirs> CreateV1(const std::string& run_id, const Limits& limits, const 
     dirs.enforcement.memory = true;
   }
   if (!dirs.pids.empty()) {
-    if (auto r = WriteSmallFile(dirs.pids + "/pids.max", std::to_string(limits.pids)); !r)
+    if (auto r = WriteSmallFile(StrCat({dirs.pids, "/pids.max"}), StrCat({Decimal(limits.pids)})); !r)
       return fail(r.error());
     dirs.enforcement.pids = true;
   }

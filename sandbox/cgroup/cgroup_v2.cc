@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/str_cat.h"
 #include "sandbox/cgroup/cgroup_internal.h"
 
 namespace sbx::cgroup_internal {
@@ -22,7 +23,7 @@ struct V2Parent {
 };
 
 bool HasAllControllers(const std::string& dir) {
-  auto text = ReadSmallFile(dir + "/cgroup.subtree_control");
+  auto text = ReadSmallFile(StrCat({dir, "/cgroup.subtree_control"}));
   if (!text) return false;
   std::vector<std::string> enabled = SplitWords(*text, ' ');
   for (std::string& word : enabled) {
@@ -85,19 +86,20 @@ V2Parent FindParent(const std::string& v2_root, const CgroupTables& tables) {
 std::string CpuMax(double cpus) {
   double quota = std::round(cpus * 100000.0);
   if (!(quota >= 1000.0)) quota = 1000.0;  // the kernel's minimum quota is 1 ms
-  return std::to_string(static_cast<uint64_t>(quota)) + " 100000";
+  return StrCat({Decimal(static_cast<uint64_t>(quota)), " 100000"});
 }
 
 Result<void> WriteLimits(const std::string& dir, const Limits& limits) {
-  SBX_TRY(WriteSmallFile(dir + "/memory.max", std::to_string(limits.memory_bytes)));
+  SBX_TRY(WriteSmallFile(StrCat({dir, "/memory.max"}), StrCat({Decimal(limits.memory_bytes)})));
   // Swap would let the payload exceed memory.max unnoticed; absent when swap accounting is off.
-  if (PathExists(dir + "/memory.swap.max")) SBX_TRY(WriteSmallFile(dir + "/memory.swap.max", "0"));
+  const std::string swap_max = StrCat({dir, "/memory.swap.max"});
+  if (PathExists(swap_max)) SBX_TRY(WriteSmallFile(swap_max, "0"));
   // An OOM kills the whole run, not the one process the kernel picks: a tree with a member
   // missing (a test runner without its worker, a shell without its pipeline) would go on
   // running in an undefined state.
-  SBX_TRY(WriteSmallFile(dir + "/memory.oom.group", "1"));
-  SBX_TRY(WriteSmallFile(dir + "/pids.max", std::to_string(limits.pids)));
-  SBX_TRY(WriteSmallFile(dir + "/cpu.max", CpuMax(limits.cpus)));
+  SBX_TRY(WriteSmallFile(StrCat({dir, "/memory.oom.group"}), "1"));
+  SBX_TRY(WriteSmallFile(StrCat({dir, "/pids.max"}), StrCat({Decimal(limits.pids)})));
+  SBX_TRY(WriteSmallFile(StrCat({dir, "/cpu.max"}), CpuMax(limits.cpus)));
   return Ok{};
 }
 
@@ -109,7 +111,7 @@ Result<RunDirs> CreateV2(const std::string& run_id, const Limits& limits,
   if (parent.path.empty()) return MakeError(ErrorCode::kUnavailable, "cgroup v2: " + parent.reason);
   ReapStale(parent.path, /*can_kill=*/true);
 
-  const std::string dir = parent.path + "/" + RunDirName(run_id);
+  const std::string dir = StrCat({parent.path, "/", RunDirName(run_id)});
   if (::mkdir(dir.c_str(), 0755) != 0) {
     ErrorCode code = errno == EEXIST ? ErrorCode::kSetupFailed : ErrorCode::kUnavailable;
     return SysError(code, "cgroup v2: mkdir(" + dir + ")");

@@ -12,8 +12,10 @@
 #include <cerrno>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <utility>
 
+#include "base/str_cat.h"
 #include "sandbox/isolation/userns.h"
 
 namespace sbx {
@@ -217,20 +219,20 @@ MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
   plan.workspace_path = workspace_path;
   plan.image_fd = image_fd;
   plan.workspace_fd = workspace_fd;
-  plan.scratch_options = "size=" + std::to_string(limits.rootfs_size_bytes) + ",mode=0700";
+  plan.scratch_options = StrCat({"size=", Decimal(limits.rootfs_size_bytes), ",mode=0700"});
   MoveScratchTo(image_path.substr(0, image_path.rfind('/')), &plan);
-  plan.tmp_options = "size=" + std::to_string(limits.tmp_size_bytes) + ",mode=1777";
-  plan.shm_options = "size=" + std::to_string(limits.tmp_size_bytes) + ",mode=1777";
-  const std::string sandbox_id = std::to_string(kSandboxId);
-  plan.workspace_tmpfs_options = "size=" + std::to_string(limits.tmp_size_bytes) +
-                                 ",mode=0700,uid=" + sandbox_id + ",gid=" + sandbox_id;
+  const Decimal tmp_size(limits.tmp_size_bytes), sandbox_id(kSandboxId);
+  plan.tmp_options = StrCat({"size=", tmp_size, ",mode=1777"});
+  plan.shm_options = plan.tmp_options;
+  plan.workspace_tmpfs_options = StrCat({"size=", tmp_size, ",mode=0700,uid=", sandbox_id, ",gid=", sandbox_id});
   return plan;
 }
 
 void MoveScratchTo(const std::string& dir, MountPlan* plan) {
-  const std::string scratch = dir == "/" ? "" : dir;
+  const std::string_view scratch = dir == "/" ? std::string_view() : std::string_view(dir);
   plan->scratch_dir = scratch.empty() ? "/" : scratch;
-  plan->overlay_options = "lowerdir=" + scratch + "/lower,upperdir=" + scratch + "/upper,workdir=" + scratch + "/work";
+  plan->overlay_options =
+      StrCat({"lowerdir=", scratch, "/lower,upperdir=", scratch, "/upper,workdir=", scratch, "/work"});
 }
 
 int OpenMountSourcesInChild(const MountPlan& plan, MountSources* sources, ChildStep* failed_step) {

@@ -14,6 +14,7 @@
 
 #include "base/lines.h"
 #include "base/small_file.h"
+#include "base/str_cat.h"
 #include "base/unique_fd.h"
 
 namespace sbx {
@@ -22,7 +23,7 @@ namespace {
 constexpr uint32_t kOverflowId = 65534;
 
 Result<void> WriteProcFile(pid_t pid, const char* name, const std::string& content) {
-  std::string path = "/proc/" + std::to_string(pid) + "/" + name;
+  std::string path = StrCat({"/proc/", Decimal(static_cast<uint64_t>(pid)), "/", name});
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   if (!fd) return SysError(ErrorCode::kSetupFailed, "open(" + path + ")");
   ssize_t n;
@@ -40,8 +41,8 @@ Result<void> WriteProcFile(pid_t pid, const char* name, const std::string& conte
 namespace {
 
 std::string MapLines(bool root_mode, uint32_t setup_id, uint32_t host_id) {
-  std::string setup = root_mode ? "0 " + std::to_string(setup_id) + " 1\n" : "";
-  return setup + std::to_string(kSandboxId) + " " + std::to_string(host_id) + " 1\n";
+  const std::string sandbox_line = StrCat({Decimal(kSandboxId), " ", Decimal(host_id), " 1\n"});
+  return root_mode ? StrCat({"0 ", Decimal(setup_id), " 1\n", sandbox_line}) : sandbox_line;
 }
 
 bool Maps(const std::vector<IdRange>& ranges, uint32_t id) {
