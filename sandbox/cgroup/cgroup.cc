@@ -98,14 +98,16 @@ CgroupUsage RunCgroup::ReadUsage() const {
     usage.peak_memory_bytes = ReadNumber(StrCat({dirs.memory, "/memory.peak"}));  // Linux 5.19+
     if (auto usec = ReadKeyedNumber(StrCat({dirs.cpu, "/cpu.stat"}), "usage_usec"))
       usage.cpu_usage_ns = *usec * 1000;
-    usage.oom_kills = ReadKeyedNumber(StrCat({dirs.memory, "/memory.events"}), "oom_kill").value_or(0);
+    usage.oom_kills =
+        ReadKeyedNumber(StrCat({dirs.memory, "/memory.events"}), "oom_kill").value_or(0);
   } else {
     if (!dirs.memory.empty()) {
       usage.peak_memory_bytes = ReadNumber(StrCat({dirs.memory, "/memory.max_usage_in_bytes"}));
       usage.oom_kills =
           ReadKeyedNumber(StrCat({dirs.memory, "/memory.oom_control"}), "oom_kill").value_or(0);
     }
-    if (!dirs.cpuacct.empty()) usage.cpu_usage_ns = ReadNumber(StrCat({dirs.cpuacct, "/cpuacct.usage"}));
+    if (!dirs.cpuacct.empty())
+      usage.cpu_usage_ns = ReadNumber(StrCat({dirs.cpuacct, "/cpuacct.usage"}));
   }
   if (!dirs.pids.empty())
     usage.pids_max_hits = ReadKeyedNumber(StrCat({dirs.pids, "/pids.events"}), "max").value_or(0);

@@ -117,7 +117,8 @@ Result<RunDirs> CreateV1(const std::string& run_id, const Limits& limits, const 
     dirs.enforcement.memory = true;
   }
   if (!dirs.pids.empty()) {
-    if (auto r = WriteSmallFile(StrCat({dirs.pids, "/pids.max"}), StrCat({Decimal(limits.pids)})); !r)
+    const std::string pids_max = StrCat({Decimal(limits.pids)});
+    if (auto r = WriteSmallFile(StrCat({dirs.pids, "/pids.max"}), pids_max); !r)
       return fail(r.error());
     dirs.enforcement.pids = true;
   }

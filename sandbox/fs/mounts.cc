@@ -224,15 +224,16 @@ MountPlan PrepareMountsInParent(const std::string& image_path, int image_fd,
   const Decimal tmp_size(limits.tmp_size_bytes), sandbox_id(kSandboxId);
   plan.tmp_options = StrCat({"size=", tmp_size, ",mode=1777"});
   plan.shm_options = plan.tmp_options;
-  plan.workspace_tmpfs_options = StrCat({"size=", tmp_size, ",mode=0700,uid=", sandbox_id, ",gid=", sandbox_id});
+  plan.workspace_tmpfs_options =
+      StrCat({"size=", tmp_size, ",mode=0700,uid=", sandbox_id, ",gid=", sandbox_id});
   return plan;
 }
 
 void MoveScratchTo(const std::string& dir, MountPlan* plan) {
   const std::string_view scratch = dir == "/" ? std::string_view() : std::string_view(dir);
   plan->scratch_dir = scratch.empty() ? "/" : scratch;
-  plan->overlay_options =
-      StrCat({"lowerdir=", scratch, "/lower,upperdir=", scratch, "/upper,workdir=", scratch, "/work"});
+  plan->overlay_options = StrCat(
+      {"lowerdir=", scratch, "/lower,upperdir=", scratch, "/upper,workdir=", scratch, "/work"});
 }
 
 int OpenMountSourcesInChild(const MountPlan& plan, MountSources* sources, ChildStep* failed_step) {

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/str_cat.h"
 #include "base/unique_fd.h"
 #include "sandbox/fs/fs_beneath.h"
 #include "sandbox/image/image.h"
@@ -161,7 +162,7 @@ Result<UniqueFd> OpenImageRoot(const std::string& path, struct stat* st) {
 // Whether `text` is the marker as `sbx image build` writes it, naming `id` first: checked on
 // every start without a JSON parser, whose code the run would otherwise execute for one field.
 bool IsBuiltMarkerFor(std::string_view text, const std::string& id) {
-  const std::string head = "{\"id\": \"" + id + "\"";
+  const std::string head = StrCat({"{\"id\": \"", id, "\""});
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
   return text.size() > head.size() && text.starts_with(head) && text.back() == '}';
 }

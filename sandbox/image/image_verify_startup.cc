@@ -13,9 +13,10 @@ namespace sbx {
 
 Result<OpenImage> OpenVerifiedImage(const std::string& dir) {
   const std::string field = "image " + dir;
-  SBX_ASSIGN_OR_RETURN(
-      auto resolved,
-      RequireCanonicalPath(field, dir, " (an image directory; `sbx image ls` lists the built images, `sbx image build` builds one)"));
+  SBX_ASSIGN_OR_RETURN(auto resolved,
+                       RequireCanonicalPath(field, dir,
+                                            " (an image directory; `sbx image ls` lists the built "
+                                            "images, `sbx image build` builds one)"));
   const std::string& canonical = resolved;
   // Ancestors, owner, mode and the build marker (image.h); the walk of every file is
   // `sbx image verify`, too slow for each start.

@@ -168,7 +168,8 @@ TEST_F(FakeImage, QuickCheckNeedsAMatchingMarker) {
 // The marker as `sbx image build` writes it is read without a JSON parser; any other JSON
 // naming the id passes too, and whatever is not a whole object naming it does not.
 TEST_F(FakeImage, QuickCheckReadsTheMarkerInEitherForm) {
-  Write("/.sbx-image.json", "{\"id\": \"0123456789ab\", \"recipe_id\": \"x\", \"created\": \"y\"}\n", 0644);
+  Write("/.sbx-image.json", "{\"id\": \"0123456789ab\", \"recipe_id\": \"x\", \"created\": \"y\"}\n",
+        0644);
   EXPECT_TRUE(VerifyImageQuick(root_));
   Write("/.sbx-image.json", "{\"created\": \"y\",\n  \"id\":\"0123456789ab\"}", 0644);
   EXPECT_TRUE(VerifyImageQuick(root_));
@@ -180,7 +181,8 @@ TEST_F(FakeImage, QuickCheckReadsTheMarkerInEitherForm) {
     Write("/.sbx-image.json", broken, 0644);
     auto refused = VerifyImageQuick(root_);
     ASSERT_FALSE(refused) << broken;
-    EXPECT_NE(refused.error().message.find("sbx image build --force"), std::string::npos) << refused.error().message;
+    EXPECT_NE(refused.error().message.find("sbx image build --force"), std::string::npos)
+        << refused.error().message;
   }
 }
 
@@ -273,7 +275,8 @@ TEST_F(FakeImage, NamedVariantsResolveListAndGoWithTheirImage) {
   EXPECT_EQ(*ResolveImageDirIn(dir_, "0123"), root_);
   auto missing = ResolveImageDirIn(dir_, "fff");
   ASSERT_FALSE(missing);
-  EXPECT_NE(missing.error().message.find("no image fff"), std::string::npos) << missing.error().message;
+  EXPECT_NE(missing.error().message.find("no image fff"), std::string::npos)
+      << missing.error().message;
 
   auto by_name = FindImageIn(dir_, "sklearn");
   ASSERT_TRUE(by_name) << by_name.error().message;

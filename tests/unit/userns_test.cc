@@ -115,7 +115,8 @@ TEST(IdMapping, ANewUserNamespaceIsNotTheInitialOne) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_NE(WEXITSTATUS(status), 2) << "unshare(CLONE_NEWUSER) failed: this kernel has no user namespaces";
+  ASSERT_NE(WEXITSTATUS(status), 2)
+      << "unshare(CLONE_NEWUSER) failed: this kernel has no user namespaces";
   EXPECT_EQ(WEXITSTATUS(status), 0) << "a new user namespace was taken for the initial one";
 }
 
