@@ -19,7 +19,7 @@ int DropBoundingAndAmbientInChild(const CapabilityPlan& plan) {
   return 0;
 }
 
-int ClearCapabilitiesInChild(const CapabilityPlan&) {
+int ClearCapabilitiesInChild() {
   // capset(2) directly with all sets empty: the child must not depend on what libcap's
   // cap_set_proc may do internally (locks, psx thread broadcasting).
   struct __user_cap_header_struct header {_LINUX_CAPABILITY_VERSION_3, 0};

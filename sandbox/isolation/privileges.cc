@@ -26,11 +26,15 @@ int DropPrivilegesInChild(const CapabilityPlan& capabilities, bool drop_groups, 
     *failed_step = ChildStep::kDropCapabilities;
     return err;
   }
+  return DropIdsAndCapabilitiesInChild(drop_groups, failed_step);
+}
+
+int DropIdsAndCapabilitiesInChild(bool drop_groups, ChildStep* failed_step) {
   if (int err = SetIdsInChild(kSandboxId, drop_groups)) {
     *failed_step = ChildStep::kSetIds;
     return err;
   }
-  if (int err = ClearCapabilitiesInChild(capabilities)) {
+  if (int err = ClearCapabilitiesInChild()) {
     *failed_step = ChildStep::kDropCapabilities;
     return err;
   }

@@ -7,6 +7,9 @@
 //   where setgroups is allowed), becomes uid/gid 1000, re-arms the parent-death signal (an id
 //   change clears it), empties the effective, permitted and inheritable sets, and sets
 //   no_new_privs. Returns 0 or an errno, with `failed_step` naming the step.
+//   `DropIdsAndCapabilitiesInChild(drop_groups, &failed_step)` is the same without the
+//   bounding and ambient sets, for a process whose parent emptied them before forking it (a
+//   fork inherits both).
 #pragma once
 
 #include <cstdint>
@@ -24,5 +27,6 @@ int SetIdsInChild(uint32_t id, bool drop_groups);
 
 // Async-signal-safe; returns 0 or an errno and sets *failed_step.
 int DropPrivilegesInChild(const CapabilityPlan& capabilities, bool drop_groups, ChildStep* failed_step);
+int DropIdsAndCapabilitiesInChild(bool drop_groups, ChildStep* failed_step);
 
 }  // namespace sbx

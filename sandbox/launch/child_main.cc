@@ -32,10 +32,24 @@ namespace {
 // Sheds root's supplementary groups (root mode only), then becomes uid/gid 1000.
 int SwitchToSetupIds(bool root_mode) { return SetIdsInChild(root_mode ? 0 : kSandboxId, false); }
 
+// The bounding and ambient sets go in the init before it spawns the program, which inherits
+// them empty: one process drops them (a system call per capability) instead of two. Not when
+// the program keeps its namespace capabilities; the init then drops them after the spawn.
+bool BoundingSetGoesBeforeSpawn(const ChildPlan& plan) { return !plan.keep_namespace_capabilities; }
+
+void DropBoundingSetBeforeSpawn(const ChildPlan& plan) {
+  if (!BoundingSetGoesBeforeSpawn(plan)) return;
+  if (int err = DropBoundingAndAmbientInChild(plan.capabilities))
+    FailSetup(plan.sync_fd, ChildStep::kDropCapabilities, err);
+}
+
 // Ids, capabilities, no_new_privs: shared by the init and the program.
 void DropPrivileges(const ChildPlan& plan) {
   ChildStep step = ChildStep::kDropCapabilities;
-  if (int err = DropPrivilegesInChild(plan.capabilities, plan.root_mode, &step)) FailSetup(plan.sync_fd, step, err);
+  const int err = BoundingSetGoesBeforeSpawn(plan)
+                      ? DropIdsAndCapabilitiesInChild(plan.root_mode, &step)
+                      : DropPrivilegesInChild(plan.capabilities, plan.root_mode, &step);
+  if (err != 0) FailSetup(plan.sync_fd, step, err);
 }
 
 // The init keeps only its two descriptors.
@@ -154,6 +168,7 @@ void OuterChildMain(const ChildPlan& plan) {
   // O9. 13-19 as in a namespaced run.
   int signal_fd = BlockInitSignals();
   if (signal_fd < 0) FailSetup(sync_fd, ChildStep::kInitSignals, -signal_fd);
+  DropBoundingSetBeforeSpawn(plan);
   const pid_t program = SpawnProgram(plan);
   if (program < 0) FailSetup(sync_fd, ChildStep::kSpawnProgram, -program);
   // O20. Still uid 0 (the program, uid 1000, cannot signal or trace it) with CAP_KILL alone, not
@@ -164,8 +179,10 @@ void OuterChildMain(const ChildPlan& plan) {
     (void)!::write(score, "-1000", 5);
     ::close(score);
   }
-  if (int err = DropBoundingAndAmbientInChild(plan.capabilities))
-    FailOuterInit(sync_fd, ChildStep::kDropCapabilities, err);
+  if (!BoundingSetGoesBeforeSpawn(plan)) {
+    if (int err = DropBoundingAndAmbientInChild(plan.capabilities))
+      FailOuterInit(sync_fd, ChildStep::kDropCapabilities, err);
+  }
   if (int err = KeepOnlyKillCapabilityInChild()) FailOuterInit(sync_fd, ChildStep::kDropCapabilities, err);
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailOuterInit(sync_fd, ChildStep::kNoNewPrivs, errno);
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailOuterInit(sync_fd, ChildStep::kSetIds, errno);
@@ -218,6 +235,7 @@ void SandboxChildMain(const ChildPlan& plan) {
   // 13. Spawn the program with SIGCHLD already blocked, so the init misses no exit.
   int signal_fd = BlockInitSignals();
   if (signal_fd < 0) FailSetup(sync_fd, ChildStep::kInitSignals, -signal_fd);
+  DropBoundingSetBeforeSpawn(plan);
   const pid_t program = SpawnProgram(plan);
   if (program < 0) FailSetup(sync_fd, ChildStep::kSpawnProgram, -program);
   // 20. The init: no capabilities, still not dumpable (its /proc entries, including exe, which

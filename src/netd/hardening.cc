@@ -52,7 +52,7 @@ Result<void> DropPrivileges() {
       return SysError(ErrorCode::kSetupFailed, "setresuid(65534)");
     }
   }
-  if (int err = ClearCapabilitiesInChild(plan); err != 0) {
+  if (int err = ClearCapabilitiesInChild(); err != 0) {
     return SysError(ErrorCode::kSetupFailed, "capset(empty)", err);
   }
   return Ok{};

@@ -123,6 +123,16 @@ TEST(Isolation, NoCapabilitiesAndNoNewPrivs) {
   EXPECT_TRUE(Contains(inside.stdout_data, "Uid:\t1000\t1000\t1000\t1000"));
 }
 
+// The init outlives the program's setup and the program can signal it in rootless mode: it must
+// hold nothing either, its bounding set included (emptied once, before the program's fork).
+TEST(Isolation, TheInitHoldsNoCapabilities) {
+  RunResult inside = RunInSandbox({"/bin/grep", "-E", "^(Name|Cap|NoNewPrivs)", "/proc/1/status"});
+  EXPECT_TRUE(Contains(inside.stdout_data, "Name:\tsbx-init")) << inside.stdout_data;
+  for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
+    EXPECT_TRUE(Contains(inside.stdout_data, std::string(set) + ":\t0000000000000000")) << set;
+  EXPECT_TRUE(Contains(inside.stdout_data, "NoNewPrivs:\t1"));
+}
+
 TEST(Isolation, RunnerBinaryAndInitAreUnreachable) {
   RunResult inside = RunInSandbox({"/bin/sh", "-c", "readlink /proc/1/exe; cat /proc/1/environ; echo end"});
   EXPECT_EQ(inside.stdout_data, "end\n");

@@ -101,6 +101,20 @@ TEST(OuterIsolation, RunsAsUid1000WithoutCapabilitiesUnderNoNewPrivs) {
   EXPECT_TRUE(Contains(status, "Seccomp:\t2\n")) << status;
 }
 
+// The init, the program's parent, keeps CAP_KILL alone (bit 5) to kill the program's tree, and
+// an empty bounding set (emptied once, before the program's fork).
+TEST(OuterIsolation, TheInitKeepsOnlyTheKillCapability) {
+  RunResult result = RunOuter({"/bin/sh", "-c", "cat /proc/$PPID/status"});
+  ASSERT_EQ(result.status, RunStatus::kExited) << result.stderr_data;
+  const std::string& status = result.stdout_data;
+  EXPECT_TRUE(Contains(status, "Name:\tsbx-init\n")) << status;
+  EXPECT_TRUE(Contains(status, "CapPrm:\t0000000000000020\n")) << status;
+  EXPECT_TRUE(Contains(status, "CapEff:\t0000000000000020\n")) << status;
+  for (const char* set : {"CapInh", "CapBnd", "CapAmb"})
+    EXPECT_TRUE(Contains(status, std::string(set) + ":\t0000000000000000\n")) << status;
+  EXPECT_TRUE(Contains(status, "NoNewPrivs:\t1\n")) << status;
+}
+
 // Proof that "outer" is not namespaced: the policy says the runtime isolates, and so it must.
 TEST(OuterIsolation, SharesTheHostsNetworkAndPidNamespaces) {
   const std::string read_ns = "readlink /proc/self/ns/pid /proc/self/ns/net /proc/self/ns/mnt; "

@@ -359,6 +359,9 @@ TEST_P(CgroupTest, ReapsOnlyStaleSbxCgroupsOfDeadRunners) {
     kept.push_back(parent + "/sbx-0" + std::to_string(dead) + "-x");        // not exact
     kept.push_back(parent + "/sbx-" + std::to_string(dead) + "-bad_name");  // invalid run id
   }
+  // A runner killed while removing its directories (in the reverse of their creation order)
+  // leaves the first one alone.
+  stale.push_back(parents.front() + "/sbx-" + std::to_string(dead) + "-first");
   for (const std::string& dir : stale) {
     ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0) << dir << ": " << std::strerror(errno);
     cleanup.dirs.push_back(dir);
