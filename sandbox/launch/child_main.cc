@@ -7,6 +7,7 @@
 #include <linux/close_range.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -51,6 +52,12 @@ void DropPrivileges(const ChildPlan& plan) {
                       : DropPrivilegesInChild(plan.capabilities, plan.root_mode, &step);
   if (err != 0) FailSetup(plan.sync_fd, step, err);
 }
+
+// The caller's umask belongs to the runner, not to the sandbox: under 077 the mount points made
+// below would be 0700, so the sandbox's user could not reach its own root, and the program's
+// files would be closed to its other users. The sandbox starts with 022, as a container
+// runtime's processes do.
+void UseTheSandboxUmask() { ::umask(022); }
 
 // The init keeps only its two descriptors.
 int CloseAllExcept(int keep_a, int keep_b) {
@@ -157,6 +164,7 @@ void OuterChildMain(const ChildPlan& plan) {
   // O6. No parent-death signal: a SIGKILLed init would orphan the program's tree. The runner's
   //     death shows as the sync socket's hang-up instead, on which the init kills the tree.
   ::close(plan.parent_sync_fd);
+  UseTheSandboxUmask();
   if (!WaitForParent(sync_fd)) ::_exit(125);
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
   // The program shares this process's pid namespace: /proc/<init>/cmdline is readable to it.
@@ -198,6 +206,7 @@ void SandboxChildMain(const ChildPlan& plan) {
   //    unnoticed. Holding only our end of the socket makes the runner's death visible as a
   //    hang-up, which the init polls for.
   ::close(plan.parent_sync_fd);
+  UseTheSandboxUmask();
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
   if (!WaitForParent(sync_fd)) ::_exit(125);
   // Not dumpable from here on, long before the program exists: until its execve this process

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,6 +132,17 @@ TEST(Isolation, TheInitHoldsNoCapabilities) {
   for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"})
     EXPECT_TRUE(Contains(inside.stdout_data, std::string(set) + ":\t0000000000000000")) << set;
   EXPECT_TRUE(Contains(inside.stdout_data, "NoNewPrivs:\t1"));
+}
+
+// The caller's umask stays outside: under 077 the sandbox's own mount points would be 0700 and
+// its user could not even enter its root. The sandbox starts with 022.
+TEST(Isolation, TheCallersUmaskStaysOutside) {
+  const mode_t caller = ::umask(077);
+  RunResult inside = RunInSandbox(
+      {"/bin/sh", "-c", "umask; stat -c %A /; touch /workspace/a /tmp/b && echo written"});
+  ::umask(caller);
+  EXPECT_EQ(inside.status, RunStatus::kExited) << inside.setup_error;
+  EXPECT_EQ(inside.stdout_data, "0022\ndrwxr-xr-x\nwritten\n") << inside.stderr_data;
 }
 
 TEST(Isolation, RunnerBinaryAndInitAreUnreachable) {

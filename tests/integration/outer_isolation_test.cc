@@ -101,6 +101,15 @@ TEST(OuterIsolation, RunsAsUid1000WithoutCapabilitiesUnderNoNewPrivs) {
   EXPECT_TRUE(Contains(status, "Seccomp:\t2\n")) << status;
 }
 
+// As in a namespaced run, the program starts with umask 022 whatever the caller's.
+TEST(OuterIsolation, TheCallersUmaskStaysOutside) {
+  const mode_t caller = ::umask(077);
+  RunResult result = RunOuter({"/bin/sh", "-c", "umask; touch made && stat -c %A made"});
+  ::umask(caller);
+  ASSERT_EQ(result.status, RunStatus::kExited) << result.setup_error << result.stderr_data;
+  EXPECT_EQ(result.stdout_data, "0022\n-rw-r--r--\n") << result.stderr_data;
+}
+
 // The init, the program's parent, keeps CAP_KILL alone (bit 5) to kill the program's tree, and
 // an empty bounding set (emptied once, before the program's fork).
 TEST(OuterIsolation, TheInitKeepsOnlyTheKillCapability) {

@@ -37,7 +37,7 @@ class UnixConnection(http.client.HTTPConnection):
 class Server:
     """One `sbx serve` process on a private socket; stopped (SIGTERM) by stop()."""
 
-    def __init__(self, *args, tcp=False, env=None):
+    def __init__(self, *args, tcp=False, env=None, umask=-1):
         self.dir = tempfile.mkdtemp(prefix="sbx-server-test-")
         self.socket_path = os.path.join(self.dir, "run", "sbx.sock")
         argv = [SBX, "serve", "--listen", "unix:" + self.socket_path]
@@ -50,7 +50,7 @@ class Server:
             self.token = TOKEN
         argv += list(args)
         self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True,
+                                        text=True, umask=umask,
                                         env={"PATH": os.environ.get("PATH", ""),
                                              "SBX_TEST_HOST_SECRET": "host-secret",
                                              **(env or {})})

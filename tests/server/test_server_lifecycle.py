@@ -329,3 +329,26 @@ def test_an_outer_servers_driver_is_checked_before_anything_starts(tmp_path):
         assert result.returncode == 125, (args, result.stderr)
         assert "--session-driver" in result.stderr and expect in result.stderr, (args, result.stderr)
         assert not socket_path.parent.exists(), "nothing is created before the refusal"
+
+
+def test_a_server_started_under_umask_077_runs_its_sandboxes_with_022():
+    """The caller's umask stays outside: with 077 the sandboxes' own mount points were 0700 and
+    the server refused to start (its probe sandbox could not enter /workspace)."""
+    strict = Server(umask=0o077)
+    try:
+        for pooled in (True, False):
+            body = {} if pooled else {"policy": {"limits": {"memory": "256MiB"}}}
+            status, session, _ = strict.request("POST", "/v1/sessions", body)
+            assert status == 201 and session["pooled"] == pooled, session
+            sid = session["id"]
+            code = "import os\nopen('made.txt', 'w').write('x')\nprint(oct(os.umask(0o22)))"
+            result = strict.execute(sid, code)
+            assert (result["status"], result["stdout"]) == ("exited", "0o22\n"), result
+            status, made, _ = strict.request("GET", f"/v1/sessions/{sid}/files/made.txt", raw=True)
+            assert (status, made) == (200, b"x")
+        status, run, _ = strict.request("POST", "/v1/run",
+                                        {"argv": ["/bin/sh", "-c", "umask; stat -c %A /"]})
+        assert status == 200, run
+        assert run["stdout"] == "0022\ndrwxr-xr-x\n", run
+    finally:
+        assert strict.stop() == 0
