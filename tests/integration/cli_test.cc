@@ -172,8 +172,9 @@ TEST(Cli, ACaFileThatIsNotX509IsRefusedWith125NamingItBeforeTheProgramRuns) {
   {
     std::ofstream(policy) << R"({"network": {"mode": "allowlist", "allow": ["example.test"]}})";
   }
-  HostRun control = Sbx({"run", "--policy", policy, "--workspace", workspace.path(), "--",
-                         "/bin/sh", "-c", "echo ran > /workspace/trace"});
+  HostRun control = Sbx({"run", "--policy", policy, "--workspace", workspace.path(),
+                         "--network-log", dir.path() + "/network.jsonl", "--", "/bin/sh", "-c",
+                         "echo ran > /workspace/trace"});
   EXPECT_EQ(control.exit_code, 0) << control.output;
   EXPECT_TRUE(std::filesystem::exists(workspace.path() + "/trace"));
 }
@@ -189,8 +190,8 @@ TEST(Cli, ALargeCaBundleInExtraCaFilesIsAccepted) {
   const std::string policy = dir.path() + "/policy.json";
   std::ofstream(policy) << R"({"network": {"mode": "allowlist", "allow": ["example.test"],
                                            "extra_ca_files": [")" << bundle << R"("]}})";
-  HostRun run = Sbx({"run", "--policy", policy, "--", "/bin/sh", "-c",
-                     "wc -c < \"$SSL_CERT_FILE\""});
+  HostRun run = Sbx({"run", "--policy", policy, "--network-log", dir.path() + "/network.jsonl",
+                     "--", "/bin/sh", "-c", "wc -c < \"$SSL_CERT_FILE\""});
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_GE(std::atoll(run.output.c_str()), static_cast<long long>(2 * size)) << run.output;
 }
