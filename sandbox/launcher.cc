@@ -22,6 +22,7 @@
 #include "sandbox/host/blocker_hints.h"
 #include "sandbox/image/image.h"
 #include "sandbox/image/image_verify.h"
+#include "sandbox/isolation/priority.h"
 #include "sandbox/isolation/userns.h"
 #include "sandbox/launch/child_main.h"
 #include "sandbox/launch/child_wait.h"
@@ -460,8 +461,8 @@ Result<StartedChild> CloneChild(const Policy& policy, bool outer, PreparedRun& r
   return StartedChild{pid, UniqueFd(pidfd_raw)};
 }
 
-// 5. Id maps, "ids mapped", v1 cgroup placement, "cgroup placed", the allowlist's capture
-//    sockets. On failure the child is killed and reaped.
+// 5. The inherited priority lowered, id maps, "ids mapped", v1 cgroup placement, "cgroup
+//    placed", the allowlist's capture sockets. On failure the child is killed and reaped.
 Result<void> HandOverToChild(const std::optional<IdMapping>& mapping, PreparedRun& run,
                              const StartedChild& child) {
   auto abort_child = [&](const Error& error) -> Error {
@@ -469,6 +470,9 @@ Result<void> HandOverToChild(const std::optional<IdMapping>& mapping, PreparedRu
     return error;
   };
   auto tell_child = [&](char message) { return ::write(run.channels.sync_parent.get(), &message, 1) == 1; };
+  // Before a v1 cgroup move, which refuses a real-time task.
+  if (auto lowered = LowerInheritedPriorityInParent(child.pid); !lowered)
+    return abort_child(lowered.error());
   if (mapping) {
     if (auto maps = WriteIdMapsInParent(child.pid, *mapping); !maps)
       return abort_child(maps.error().Context("user namespace"));

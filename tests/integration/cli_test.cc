@@ -306,6 +306,34 @@ TEST(Cli, DoctorsVerdictIsWhatTheDefaultRunDoes) {
 
 // --network host shares the host's interfaces: the sandbox lists exactly the host's names (and
 // more than lo, or the comparison would prove nothing).
+// The caller's real-time policy, negative nice value and real-time I/O class stay outside: a
+// real-time program would escape the cpu limit, and a v1 cpu cgroup refused to take it in (the
+// run failed). The control: the same chain around the host's Python passes all three on.
+TEST(Cli, TheCallersPriorityStaysOutside) {
+  const std::vector<std::string> raised = {"/usr/bin/chrt", "-f", "10", "/usr/bin/nice", "-n",
+                                           "-30", "/usr/bin/ionice", "-c", "1", "-n", "0"};
+  const std::vector<std::string> probe = {
+      "/usr/bin/python3", "-c",
+      "import ctypes, os; ioprio = ctypes.CDLL(None).syscall(252, 1, 0)\n"  // ioprio_get
+      "print(os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0), ioprio >> 13)"};
+  std::vector<std::string> host = raised;
+  host.insert(host.end(), probe.begin(), probe.end());
+  EXPECT_EQ(RunOnHost(host).output, "1 -20 1\n");  // SCHED_FIFO, nice -20, the real-time class
+
+  const std::vector<std::vector<std::string>> limit_flags = {
+      {}, {"--cgroup", "none", "--allow-degraded", "cgroup"}};  // the default's cgroup; rlimits
+  for (const std::vector<std::string>& limits : limit_flags) {
+    std::vector<std::string> argv = raised;
+    argv.insert(argv.end(), {SBX_BINARY, "run"});
+    argv.insert(argv.end(), limits.begin(), limits.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), probe.begin(), probe.end());
+    HostRun run = RunOnHost(argv);
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_EQ(run.output, "0 0 0\n");  // SCHED_OTHER, nice 0, no class
+  }
+}
+
 TEST(Cli, NetworkHostIsLoudAndShared) {
   HostRun host = RunOnHost({"/usr/bin/python3", "-c", kInterfacesProbe});
   ASSERT_EQ(host.exit_code, 0) << host.output;
