@@ -16,6 +16,7 @@
 #include "sandbox/image/image.h"
 #include "sandbox/launcher.h"
 #include "src/cli/policy_flags.h"
+#include "src/cli/terminal_input.h"
 
 namespace sbx::cli {
 namespace {
@@ -76,6 +77,8 @@ void PrintRunUsage() {
                "               [--allow HOST[:PORTS]]... [--network-log FILE] [--env KEY=VALUE]...\n"
                "               [--allow-degraded cgroup|seccomp]... [--cgroup auto|v2|v1|none]\n"
                "               [--isolation namespaces|outer] [--stdin FILE|-] [--json] -- COMMAND [ARG...]\n"
+               "--stdin FILE|-: the program's stdin (default /dev/null). A terminal reaches it through\n"
+               "  a pipe, never as the terminal itself.\n"
                "--isolation outer: only where the container runtime isolates (gVisor, Kata): no\n"
                "  namespaces or image; the program runs on the container's root file system and network\n"
                "  (needs --network host) as uid 1000, with the limits, seccomp and the workspace. Needs\n"
@@ -144,7 +147,12 @@ int RunRunCommand(int argc, char** argv) {
   spec.argv = command;
   spec.pass_through_output = !flags.json;
   UniqueFd stdin_file;
-  if (flags.stdin_path == "-") {
+  if (flags.stdin_path == "-" && ::isatty(0)) {
+    auto relayed = InputFromTerminal(0);
+    if (!relayed) return Refuse(flags.json, relayed.error().ToString());
+    stdin_file = std::move(relayed).value();
+    spec.stdin_fd = stdin_file.get();
+  } else if (flags.stdin_path == "-") {
     spec.stdin_fd = 0;
   } else if (!flags.stdin_path.empty()) {
     stdin_file.reset(::open(flags.stdin_path.c_str(), O_RDONLY | O_CLOEXEC));

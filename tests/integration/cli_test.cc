@@ -334,6 +334,31 @@ TEST(Cli, TheCallersPriorityStaysOutside) {
   }
 }
 
+// `--stdin -` from a terminal hands the program a pipe fed from it, not the terminal: with the
+// terminal the program could turn its echo off for the caller's shell, or write to it past the
+// capture and --json. Input still flows. The control: a program run on the host from the same
+// terminal has the terminal.
+TEST(Cli, StdinFromATerminalReachesTheProgramThroughAPipe) {
+  const int terminal = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(terminal, 0) << std::strerror(errno);
+  ASSERT_EQ(::grantpt(terminal), 0);
+  ASSERT_EQ(::unlockpt(terminal), 0);
+  const std::string line_end = ::ptsname(terminal);
+  auto from_terminal = [&line_end] {
+    const int fd = ::open(line_end.c_str(), O_RDWR | O_NOCTTY);
+    return fd >= 0 && ::dup2(fd, 0) == 0;
+  };
+  const std::string probe = "read line; echo got $line; test -t 0 && echo terminal || echo pipe";
+  ASSERT_EQ(::write(terminal, "hello\n", 6), 6);
+  EXPECT_EQ(RunOnHost({"/bin/sh", "-c", probe}, from_terminal).output, "got hello\nterminal\n");
+  ASSERT_EQ(::write(terminal, "hello\n", 6), 6);
+  HostRun run =
+      RunOnHost({SBX_BINARY, "run", "--stdin", "-", "--", "/bin/sh", "-c", probe}, from_terminal);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "got hello\npipe\n");
+  ::close(terminal);
+}
+
 TEST(Cli, NetworkHostIsLoudAndShared) {
   HostRun host = RunOnHost({"/usr/bin/python3", "-c", kInterfacesProbe});
   ASSERT_EQ(host.exit_code, 0) << host.output;
