@@ -16,11 +16,11 @@ constexpr int kIoprioWhoProcess = 1;
 constexpr int kIoprioClassShift = 13;
 constexpr int kIoprioClassRealTime = 1;
 
+// A policy that cannot be read is set all the same: SCHED_OTHER is allowed to every task.
 Result<void> LowerPolicy(pid_t child) {
   const int policy = ::sched_getscheduler(0);
-  if (policy < 0) return SysError(ErrorCode::kSetupFailed, "priority: sched_getscheduler");
   const int base = policy & ~SCHED_RESET_ON_FORK;
-  if (base != SCHED_FIFO && base != SCHED_RR && base != SCHED_DEADLINE) return Ok{};
+  if (policy >= 0 && base != SCHED_FIFO && base != SCHED_RR && base != SCHED_DEADLINE) return Ok{};
   const sched_param normal{};
   if (::sched_setscheduler(child, SCHED_OTHER, &normal) != 0)
     return SysError(ErrorCode::kSetupFailed, "priority: the real-time policy: sched_setscheduler");

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -332,6 +333,21 @@ TEST(Cli, TheCallersPriorityStaysOutside) {
     EXPECT_EQ(run.exit_code, 0) << run.output;
     EXPECT_EQ(run.output, "0 0 0\n");  // SCHED_OTHER, nice 0, no class
   }
+}
+
+// Where the runner's policy cannot even be read (a container's seccomp profile refusing
+// sched_getscheduler), the child is set to SCHED_OTHER all the same and the run goes on.
+TEST(Cli, AnUnreadablePolicyIsLoweredAllTheSame) {
+  // The policy is field 41 of /proc/self/stat; the program cannot ask sched_getscheduler either.
+  const std::string probe = "import re; print(re.sub(r'.*\\) ', '', open('/proc/self/stat').read())"
+                            ".split()[38])";
+  EXPECT_EQ(RunOnHost({"/usr/bin/chrt", "-f", "10", "/usr/bin/python3", "-c", probe}).output,
+            "1\n");  // the control: SCHED_FIFO
+  HostRun run = RunOnHost({"/usr/bin/chrt", "-f", "10", SBX_BINARY, "run", "--", "/usr/bin/python3",
+                           "-c", probe},
+                          DenySyscall(SYS_sched_getscheduler));
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(run.output, "0\n");
 }
 
 // `--stdin -` from a terminal hands the program a pipe fed from it, not the terminal: with the

@@ -3,10 +3,6 @@
 // the host's files are out of reach, the payload cannot chroot its way out, and the result says
 // which way the root was entered.
 #include <fcntl.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -22,31 +18,12 @@
 namespace sbx::testing {
 namespace {
 
-#if defined(__x86_64__)
-constexpr uint32_t kAuditArch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-constexpr uint32_t kAuditArch = AUDIT_ARCH_AARCH64;
-#endif
-
 // Runs `sbx args...` with pivot_root denied (EPERM) by a seccomp filter on sbx itself, as a
 // container's profile would; everything else of the kernel stays as it is.
 HostRun SbxWithoutPivotRoot(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {SBX_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
-  return RunOnHost(argv, [] {
-    static sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kAuditArch, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pivot_root, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
-    return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
-           ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) == 0;
-  });
+  return RunOnHost(argv, DenySyscall(SYS_pivot_root));
 }
 
 // Prints whether the host's marker file is visible, whether the image's root is "/", and what

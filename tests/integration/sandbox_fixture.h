@@ -30,6 +30,9 @@ struct HostRun {
 // `prepare`, if set, runs in the child before the exec (a uid switch, a seccomp filter); it
 // returns false to fail the run with exit code 99.
 HostRun RunOnHost(const std::vector<std::string>& argv, const std::function<bool()>& prepare = {});
+// A `prepare` for RunOnHost: a seccomp filter that refuses system call `nr` with EPERM from
+// then on, as a container runtime's profile would, and allows everything else.
+std::function<bool()> DenySyscall(long nr);
 
 // A host file's whole content; "" when it cannot be read.
 std::string ReadHostFile(const std::string& path);
