@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string_view>
 #include <thread>
+
+#include "sandbox/fs/fs_beneath.h"
 
 namespace sbx::cli {
 namespace {
@@ -19,12 +22,7 @@ void Relay(int terminal_fd, UniqueFd pipe_in) {
     const ssize_t got = ::read(terminal_fd, buffer, sizeof(buffer));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return;
-    for (ssize_t sent = 0; sent < got;) {
-      const ssize_t n = ::write(pipe_in.get(), buffer + sent, static_cast<size_t>(got - sent));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return;
-      sent += n;
-    }
+    if (!WriteAll(pipe_in.get(), std::string_view(buffer, static_cast<size_t>(got)))) return;
   }
 }
 
