@@ -28,17 +28,20 @@
 //      hands them to sbx-netd.
 //  12. Wait for "cgroup placed"; unshare(CLONE_NEWCGROUP) so the run's cgroup is its root.
 //      Nothing of the program runs before.
-//  13. Block SIGCHLD/SIGTERM; spawn the program (vfork: the init waits until its execve).
+//  13. Block SIGCHLD/SIGTERM; drop bounding and ambient capabilities; setgroups(0) (root
+//      mode); uid/gid 1000; clear all capability sets; no_new_privs; not dumpable. Spawn the
+//      program (vfork: the init waits until its execve), which inherits all of it.
 //  Program
 //  14. setsid; stdin (/dev/null unless given), stdout and stderr pipes.
 //  15. rlimits.
-//  16. Drop bounding and ambient capabilities; setgroups(0) (root mode); uid/gid 1000;
-//      clear all capability sets; no_new_privs.
+//  16. (Outer runs only: their init stays uid 0.) setgroups(0); uid/gid 1000; clear all
+//      capability sets; no_new_privs.
 //  17. chdir /workspace; mark every fd above 2 close-on-exec.
 //  18. Install the seccomp filter (TSYNC), the last step.
 //  19. execve the program (a failure is reported over the sync socket: 127 or 126).
 //  Init
-//  20. Drops ids and capabilities, becomes non-dumpable, keeps two fds, and waits (init.h).
+//  20. Keeps two fds, and waits (init.h). (A zygote's program keeps its namespace
+//      capabilities: its init drops ids and capabilities only here.)
 //  Parent
 //  21. Supervise: drain both pipes concurrently with head+tail caps; on the timeout SIGTERM
 //      to the init (SIGCONT+SIGTERM to all), then after a grace SIGKILL the init (which ends
@@ -63,7 +66,8 @@
 //       tells it instead); wait for "ids mapped"; not dumpable; the runner's strings hidden.
 //   O7. PR_SET_CHILD_SUBREAPER: orphans of the program become its children.
 //   O8. Wait for "cgroup placed".
-//   O9. 13-19 as above (the program: setsid, stdio, rlimits, setgroups(0) and uid/gid 1000, no
+//   O9. 13-19 as above, the init dropping only bounding and ambient capabilities before the
+//       spawn (the program: setsid, stdio, rlimits, setgroups(0) and uid/gid 1000, no
 //       capabilities, no_new_privs, fchdir to the workspace's fd, fds CLOEXEC, seccomp, execve).
 //  O20. The init lowers its OOM score where it may, keeps uid 0 with CAP_KILL alone, not
 //       dumpable, no_new_privs, its two fds; at the program's end, or on the parent's stop byte

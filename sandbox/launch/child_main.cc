@@ -44,7 +44,14 @@ void DropBoundingSetBeforeSpawn(const ChildPlan& plan) {
     FailSetup(plan.sync_fd, ChildStep::kDropCapabilities, err);
 }
 
-// Ids, capabilities, no_new_privs: shared by the init and the program.
+// Who sheds ids, capabilities and the right to gain privileges before the program exists.
+// A namespaced init drops them itself, before the spawn, and the program inherits the result:
+// nothing in the sandbox ever runs beside an init that still holds a capability. An outer init
+// stays uid 0 (the program, uid 1000, then cannot signal it), so there the program drops its
+// own; a zygote's program keeps its namespace capabilities, so its init drops after the spawn.
+bool InitDropsBeforeSpawn(const ChildPlan& plan) { return !plan.outer && !plan.keep_namespace_capabilities; }
+
+// Ids, capabilities, no_new_privs: in the init (namespaced) or in the program (outer).
 void DropPrivileges(const ChildPlan& plan) {
   ChildStep step = ChildStep::kDropCapabilities;
   const int err = BoundingSetGoesBeforeSpawn(plan)
@@ -77,10 +84,10 @@ int CloseAllExcept(int keep_a, int keep_b) {
   if (::dup2(plan.stdin_fd, 0) < 0 || ::dup2(plan.stdout_fd, 1) < 0 || ::dup2(plan.stderr_fd, 2) < 0)
     FailSetup(plan.sync_fd, ChildStep::kStdio, errno);
   if (int err = ApplyRlimitsInChild(plan.rlimits)) FailSetup(plan.sync_fd, ChildStep::kRlimits, err);
-  if (!plan.keep_namespace_capabilities) {
+  if (plan.keep_namespace_capabilities) {
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) FailSetup(plan.sync_fd, ChildStep::kNoNewPrivs, errno);
+  } else if (!InitDropsBeforeSpawn(plan)) {
     DropPrivileges(plan);
-  } else if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    FailSetup(plan.sync_fd, ChildStep::kNoNewPrivs, errno);
   }
   const int entered = plan.outer ? ::fchdir(plan.workspace_fd) : ::chdir("/workspace");
   if (entered != 0) FailSetup(plan.sync_fd, ChildStep::kChdirWorkspace, errno);
@@ -107,8 +114,8 @@ int CloseAllExcept(int keep_a, int keep_b) {
 //     what the child changes (ids, capabilities, fds, rlimits, cwd, seccomp, handlers) is its
 //     own. Every handler and ignored signal inherited from the runner is reset first, with all
 //     signals blocked: no handler can then run on the shared memory, nor in the init, where
-//     the program (same uid in rootless mode) could trigger one while the init still holds its
-//     capabilities; an init of a pid namespace drops default-action signals from inside it.
+//     the program (same uid in rootless mode) could trigger one; an init of a pid namespace
+//     drops default-action signals from inside it.
 //     The init's mask is restored afterwards. The program starts with no signal blocked or
 //     ignored, whatever the runner's thread had (a library user may block signals for a
 //     signalfd of its own). Returns the program's pid, or -errno.
@@ -245,14 +252,22 @@ void SandboxChildMain(const ChildPlan& plan) {
   int signal_fd = BlockInitSignals();
   if (signal_fd < 0) FailSetup(sync_fd, ChildStep::kInitSignals, -signal_fd);
   DropBoundingSetBeforeSpawn(plan);
+  // The init gives up everything before the program exists, which inherits it given up: no
+  // capabilities, uid 1000, no_new_privs. Still not dumpable (its /proc entries, including exe,
+  // which points at the runner's binary, stay unreachable): again, since an id change resets
+  // dumpability to the host's fs.suid_dumpable.
+  if (InitDropsBeforeSpawn(plan)) {
+    DropPrivileges(plan);
+    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kSetIds, errno);
+  }
   const pid_t program = SpawnProgram(plan);
   if (program < 0) FailSetup(sync_fd, ChildStep::kSpawnProgram, -program);
-  // 20. The init: no capabilities, still not dumpable (its /proc entries, including exe, which
-  // points at the runner's binary, stay unreachable), only its two descriptors.
-  DropPrivileges(plan);
-  // Again: an id change resets dumpability to the host's fs.suid_dumpable, and so did the
-  // program's own switch before its execve (dumpability belongs to the memory they shared).
-  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kSetIds, errno);
+  // 20. The init keeps only its two descriptors. A zygote's init drops its privileges only now,
+  // its program having kept the namespace's.
+  if (!InitDropsBeforeSpawn(plan)) {
+    DropPrivileges(plan);
+    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kSetIds, errno);
+  }
   if (int err = CloseAllExcept(sync_fd, signal_fd)) FailSetup(sync_fd, ChildStep::kCloseFds, err);
   RunInitInChild(sync_fd, program, signal_fd, root_moved ? kReportRootMoved : 0);
 }

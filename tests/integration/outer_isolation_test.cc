@@ -111,9 +111,14 @@ TEST(OuterIsolation, TheCallersUmaskStaysOutside) {
 }
 
 // The init, the program's parent, keeps CAP_KILL alone (bit 5) to kill the program's tree, and
-// an empty bounding set (emptied once, before the program's fork).
+// an empty bounding set (emptied once, before the program's fork). It lowers the rest right
+// after the spawn, since the program needs the init's CAP_SETUID until its own switch to uid 1000
+// (meanwhile it cannot signal or trace the init, uid 0 and not dumpable). So the program reads the
+// init's sets once no_new_privs, set after the drop, shows, giving up after two seconds.
 TEST(OuterIsolation, TheInitKeepsOnlyTheKillCapability) {
-  RunResult result = RunOuter({"/bin/sh", "-c", "cat /proc/$PPID/status"});
+  RunResult result = RunOuter({"/bin/sh", "-c",
+                               "i=0; until grep -q '^NoNewPrivs:.1' /proc/$PPID/status || [ $i -eq 200 ]; "
+                               "do sleep 0.01; i=$((i+1)); done; cat /proc/$PPID/status"});
   ASSERT_EQ(result.status, RunStatus::kExited) << result.stderr_data;
   const std::string& status = result.stdout_data;
   EXPECT_TRUE(Contains(status, "Name:\tsbx-init\n")) << status;
