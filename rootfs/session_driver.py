@@ -54,6 +54,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 import traceback
 import warnings
 
@@ -117,6 +118,29 @@ def write_frame(fd, payload):
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def wait_for_exit(process, timeout):
+    """Popen.wait(timeout) polls, sleeping up to 50 ms between looks, so it would notice a
+    command's end up to 50 ms late, on every shell cell. A pidfd turns readable the moment the
+    process exits. Without one (pidfd_open refused), Popen's own wait."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):
+        return process.wait(timeout)
+    try:
+        waiter = select.poll()
+        waiter.register(pidfd, select.POLLIN)
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(process.args, timeout)
+            if waiter.poll(min(left, 60) * 1000):
+                break
+    finally:
+        os.close(pidfd)
+    return process.wait()
 
 
 class StreamCapture:
@@ -450,7 +474,7 @@ class Session:
         process = subprocess.Popen([language, path], stdin=subprocess.DEVNULL,
                                    start_new_session=True)
         try:
-            reply["exit_code"] = process.wait(timeout)
+            reply["exit_code"] = wait_for_exit(process, timeout)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)  # its group; the pid is ours, not reaped
             process.wait()

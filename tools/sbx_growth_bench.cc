@@ -13,9 +13,13 @@
 //     of text to stdout (`yes | head -c B` in bash), captured and capped at the policy's
 //     output_bytes (head and tail kept). Wall time against the same command bare, with this
 //     process reading all of it.
+//   shell cells (--sleep-ms 10,30,100): one open session runs bash cells of `sleep S`, so the
+//     command's length grows. Wall time against the same command bare (bash spawned and
+//     waited for): what a shell cell adds to a command of each length.
 //
 //   build/sbx_growth_bench [--image DIR] [--sessions LIST] [--open LIST] [--output-bytes LIST]
-//                          [--seconds S] [--rounds N] [--only sessions,executions,output]
+//                          [--sleep-ms LIST] [--seconds S] [--rounds N]
+//                          [--only sessions,executions,output,shell]
 //
 // Start-up against image size has its own script: tools/growth/image_size.sh.
 #include <fcntl.h>
@@ -281,14 +285,13 @@ void Executions(const std::string& image, const std::vector<long>& counts, doubl
 // Text output of `bytes` bytes ("y" lines), as a shell writes it.
 std::string OutputCommand(long bytes) { return "yes | head -c " + std::to_string(bytes); }
 
-// Bare: OutputCommand in bash, into a pipe this process drains. Returns wall ms.
-double BareOutput(long bytes) {
+// Bare: `command` in bash, its stdout into a pipe this process drains. Returns wall ms.
+double BareBash(const std::string& command) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return -1;
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  const std::string command = OutputCommand(bytes);
   const char* args[] = {"bash", "-c", command.c_str(), nullptr};
   auto start = Clock::now();
   pid_t pid;
@@ -332,7 +335,7 @@ void Output(const std::string& image, const std::vector<long>& sizes, int rounds
     std::vector<double> bare, sandboxed;
     size_t kept = 0;
     for (int round = 0; round < rounds; ++round) {
-      bare.push_back(BareOutput(bytes));
+      bare.push_back(BareBash(OutputCommand(bytes)));
       auto start = Clock::now();
       auto result = (*executor)->Execute({{"bash", OutputCommand(bytes)}});
       if (!sbx::bench::ExecutionOk(result)) return;
@@ -345,12 +348,39 @@ void Output(const std::string& image, const std::vector<long>& sizes, int rounds
   }
 }
 
+// A command's length against the time a shell cell of it takes in an open session.
+void ShellCells(const std::string& image, const std::vector<long>& sleeps_ms, int rounds) {
+  sbx::executor::ExecutorOptions options;
+  options.image_dir = image;
+  auto session = sbx::executor::SessionExecutor::Create(options);
+  if (!session) {
+    std::fprintf(stderr, "shell: %s\n", session.error().ToString().c_str());
+    return;
+  }
+  std::printf("\n[shell cells: bash `sleep S` in one open session, medians of %d]\n", rounds);
+  std::printf("%-14s %12s %12s %12s\n", "sleep ms", "bare ms", "sbx ms", "+ms");
+  for (long sleep_ms : sleeps_ms) {
+    char command[64];
+    std::snprintf(command, sizeof command, "sleep %.3f", sleep_ms / 1000.0);
+    std::vector<double> bare, sandboxed;
+    for (int round = 0; round < rounds; ++round) {
+      bare.push_back(BareBash(command));
+      auto start = Clock::now();
+      if (!sbx::bench::ExecutionOk((*session)->Execute({{"bash", command}}))) return;
+      sandboxed.push_back(Ms(start));
+    }
+    const double bare_ms = Median(bare), sbx_ms = Median(sandboxed);
+    std::printf("%-14ld %12.2f %12.2f %12.2f\n", sleep_ms, bare_ms, sbx_ms, sbx_ms - bare_ms);
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string image, only = "sessions,executions,output";
+  std::string image, only = "sessions,executions,output,shell";
   std::vector<long> sessions = {10, 100, 1000}, open = {1, 10, 100};
-  std::vector<long> output = {1 << 10, 1 << 20, 64 << 20, 1 << 30};
+  std::vector<long> output = {1 << 10, 1 << 20, 64 << 20, 1 << 30}, sleeps_ms = {10, 30, 100};
   double seconds = 5;
   int rounds = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -359,6 +389,7 @@ int main(int argc, char** argv) {
     else if (flag == "--sessions") sessions = ParseList(value);
     else if (flag == "--open") open = ParseList(value);
     else if (flag == "--output-bytes") output = ParseList(value);
+    else if (flag == "--sleep-ms") sleeps_ms = ParseList(value);
     else if (flag == "--seconds") seconds = std::atof(value.c_str());
     else if (flag == "--rounds") rounds = std::max(1, std::atoi(value.c_str()));
     else if (flag == "--only") only = value;
@@ -373,5 +404,6 @@ int main(int argc, char** argv) {
   if (only.find("sessions") != std::string::npos) IdleSessions(image, sessions);
   if (only.find("executions") != std::string::npos) Executions(image, open, seconds);
   if (only.find("output") != std::string::npos) Output(image, output, rounds);
+  if (only.find("shell") != std::string::npos) ShellCells(image, sleeps_ms, rounds);
   return 0;
 }

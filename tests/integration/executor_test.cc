@@ -132,6 +132,24 @@ TEST(Executor, InterruptibleTimeoutKeepsStateAndOutput) {
   EXPECT_EQ(*Python(*session, "kept").value, "'yes'");
 }
 
+// A shell cell past its timeout is killed with its whole process group (a job it put in the
+// background too); the session, which did not run it in its own process, keeps its state.
+TEST(Executor, AShellCellPastItsTimeoutIsKilledWithItsGroupAndTheSessionLives) {
+  auto session = NewSession(Options(1));
+  ASSERT_TRUE(session);
+  Python(*session, "kept = 'yes'");
+  CodeResult r = RunBlock(*session, "bash", "echo started\nsleep 1011 &\nsleep 1011\necho never");
+  EXPECT_EQ(r.status, RunStatus::kTimedOut) << RunStatusName(r.status) << " " << r.output;
+  EXPECT_EQ(r.exit_code, 124);
+  EXPECT_EQ(r.stdout_text, "started\n");
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->type, "TimeoutError");
+  EXPECT_NE(r.error->message.find("exceeded 1s and was killed"), std::string::npos) << r.error->message;
+  EXPECT_FALSE(r.state_lost) << r.notice;
+  EXPECT_EQ(*Python(*session, "kept").value, "'yes'");
+  EXPECT_TRUE(HostProcessesWith("sleep 1011").empty());
+}
+
 TEST(Executor, TimeoutThatIgnoresTheInterruptKillsTheSessionAndKeepsItsOutput) {
   auto session = NewSession(Options(1));
   ASSERT_TRUE(session);
