@@ -138,9 +138,17 @@ Result<void> FillFromReply(const json& reply, int expected_id, const std::string
     SBX_ASSIGN_OR_RETURN(auto value, BoolMember(reply, key));
     *flag = *flag || value;
   }
-  auto output = Member(reply, "output", [](const json& j) { return j.is_array(); }, "an array");
-  if (!output) return output.error();
-  for (const json& chunk : **output) {
+  // The output in order: a stream's name when all of it is that stream's text above (the
+  // driver then spares sending it twice), else the chunks as they came.
+  SBX_ASSIGN_OR_RETURN(auto output, Member(
+                                        reply, "output", [](const json& j) { return j.is_array() || j.is_string(); },
+                                        "an array or a stream's name"));
+  if (output->is_string()) {
+    const std::string& stream = output->get_ref<const std::string&>();
+    if (stream != "stdout" && stream != "stderr") return BadReply("\"output\" names no stream");
+    result.output += reply[stream].get_ref<const std::string&>();
+  }
+  for (const json& chunk : output->is_array() ? *output : json::array()) {
     if (!chunk.is_array() || chunk.size() != 2 || !chunk[0].is_string() || !chunk[1].is_string() ||
         (chunk[0] != "stdout" && chunk[0] != "stderr")) {
       return BadReply("an \"output\" entry is not [\"stdout\"|\"stderr\", text]");

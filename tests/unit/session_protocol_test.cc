@@ -112,6 +112,20 @@ TEST(SessionProtocol, ParsesAWellFormedReply) {
   EXPECT_EQ(result.cpu_ms, 5u);
 }
 
+// A block whose output came from one stream, uncut, names that stream instead of repeating it.
+TEST(SessionProtocol, OutputNamingAStreamIsThatStreamsText) {
+  for (const char* stream : {"stdout", "stderr"}) {
+    nlohmann::json reply = GoodReply();
+    reply["stdout"] = "";
+    reply[stream] = "only\n";
+    reply["output"] = stream;
+    CodeResult result;
+    result.output = "earlier block\n";
+    ASSERT_TRUE(ParseExecReply(reply.dump(), 3, "output/figures", result)) << stream;
+    EXPECT_EQ(result.output, "earlier block\nonly\n") << stream;
+  }
+}
+
 TEST(SessionProtocol, RejectsEveryMalformedReplyNamingTheField) {
   struct Case {
     const char* name;
@@ -126,6 +140,8 @@ TEST(SessionProtocol, RejectsEveryMalformedReplyNamingTheField) {
       {"figure escapes", [](auto& j) { j["figures"] = nlohmann::json::array({"output/figures/../../etc/x"}); }, "figure"},
       {"figure elsewhere", [](auto& j) { j["figures"] = nlohmann::json::array({"/etc/passwd"}); }, "figure"},
       {"output shape", [](auto& j) { j["output"] = nlohmann::json::array({nlohmann::json::array({"stdin", "x"})}); }, "output"},
+      {"output of no stream", [](auto& j) { j["output"] = "stdin"; }, "\"output\" names no stream"},
+      {"output of no shape", [](auto& j) { j["output"] = 3; }, "\"output\" is not an array or a stream's name"},
       {"error shape", [](auto& j) { j["error"] = {{"type", 1}}; }, "\"type\""},
       {"negative cpu", [](auto& j) { j["cpu_ms"] = -1; }, "cpu_ms"},
   };
