@@ -15,8 +15,8 @@
 //   5. Write the id maps, send "ids mapped"; v1: move the child into its cgroups (this
 //      overlaps with the child's steps 7-11); send "cgroup placed".
 //  Child (pid 1 of the new pid namespace, capabilities only inside its user namespace)
-//   6. Parent-death signal; wait for "ids mapped"; re-open image and workspace; take the
-//      setup ids.
+//   6. umask 022; the inherited personality reduced to its execution domain; parent-death
+//      signal; wait for "ids mapped"; re-open image and workspace; take the setup ids.
 //   7. Private propagation; scratch tmpfs; image bound as the overlay's lower layer.
 //   8. Overlay root; (zygote) the image and the sessions' library bound in; (allowlist)
 //      resolv.conf and CA bundle; workspace bound at /workspace (or
@@ -62,8 +62,9 @@
 //   O4. clone3 without namespace flags (PIDFD[|INTO_CGROUP]).
 //   O5. "ids mapped" (no maps to write), v1 cgroup placement, "cgroup placed".
 //  Child (the init: uid 0, the container's own namespaces)
-//   O6. No parent-death signal (a killed init would orphan the tree; the sync socket's hang-up
-//       tells it instead); wait for "ids mapped"; not dumpable; the runner's strings hidden.
+//   O6. umask and personality as in 6; no parent-death signal (a killed init would orphan the
+//       tree; the sync socket's hang-up tells it instead); wait for "ids mapped"; not dumpable;
+//       the runner's strings hidden.
 //   O7. PR_SET_CHILD_SUBREAPER: orphans of the program become its children.
 //   O8. Wait for "cgroup placed".
 //   O9. 13-19 as above, the init dropping only bounding and ambient capabilities before the

@@ -392,7 +392,8 @@ std::vector<std::string> HostFacts(Runner& runner, const Options& opt,
   facts.push_back("warm-up rounds: " + std::to_string(kWarmupRounds) +
                   ", gap between runs: " + std::to_string(opt.gap_ms) + " ms");
   if (opt.fixed_addresses)
-    facts.push_back("address space randomisation: off for every configuration (--fixed-addresses)");
+    facts.push_back("address space randomisation: off for every launcher and for the programs of all "
+                    "but sbx's configurations, whose program sbx starts randomised (--fixed-addresses)");
   return facts;
 }
 
@@ -526,7 +527,8 @@ constexpr char kUsage[] =
     "back-to-back starts hide.\n"
     "--fixed-addresses runs every configuration without address space randomisation. Only for\n"
     "an emulator (the cgroup v2 VM under TCG): it translates a program's code again at each new\n"
-    "address, a cost that grows with the code a launcher runs and that no CPU has.\n";
+    "address, a cost that grows with the code a launcher runs and that no CPU has. sbx itself\n"
+    "runs so, but clears the flag for the program it starts, as it does for any caller's.\n";
 
 bool ParseInt(const char* s, int min, int* out) {
   char* end = nullptr;

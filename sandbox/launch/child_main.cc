@@ -16,6 +16,7 @@
 
 #include "sandbox/isolation/close_fds.h"
 #include "sandbox/isolation/loopback.h"
+#include "sandbox/isolation/personality.h"
 #include "sandbox/isolation/privileges.h"
 #include "sandbox/isolation/userns.h"
 #include "sandbox/launch/init.h"
@@ -172,6 +173,7 @@ void OuterChildMain(const ChildPlan& plan) {
   //     death shows as the sync socket's hang-up instead, on which the init kills the tree.
   ::close(plan.parent_sync_fd);
   UseTheSandboxUmask();
+  if (int err = UseTheSandboxPersonalityInChild()) FailSetup(sync_fd, ChildStep::kPersonality, err);
   if (!WaitForParent(sync_fd)) ::_exit(125);
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
   // The program shares this process's pid namespace: /proc/<init>/cmdline is readable to it.
@@ -214,6 +216,7 @@ void SandboxChildMain(const ChildPlan& plan) {
   //    hang-up, which the init polls for.
   ::close(plan.parent_sync_fd);
   UseTheSandboxUmask();
+  if (int err = UseTheSandboxPersonalityInChild()) FailSetup(sync_fd, ChildStep::kPersonality, err);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
   if (!WaitForParent(sync_fd)) ::_exit(125);
   // Not dumpable from here on, long before the program exists: until its execve this process

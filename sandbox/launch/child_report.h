@@ -15,6 +15,7 @@ namespace sbx {
 // a unit test holds the two together.
 enum class ChildStep : uint32_t {
   kWaitForParent = 1,  // 6
+  kPersonality,
   kOpenSources,
   kSetupIds,
   kMountPrivate,  // 7
@@ -56,6 +57,7 @@ inline constexpr ChildStep kLastChildStep = ChildStep::kExec;
 constexpr int LaunchStepOf(ChildStep step) {
   switch (step) {
     case ChildStep::kWaitForParent:
+    case ChildStep::kPersonality:
     case ChildStep::kOpenSources:
     case ChildStep::kSetupIds: return 6;
     case ChildStep::kMountPrivate:

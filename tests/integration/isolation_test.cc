@@ -145,6 +145,16 @@ TEST(Isolation, TheCallersUmaskStaysOutside) {
   EXPECT_EQ(inside.stdout_data, "0022\ndrwxr-xr-x\nwritten\n") << inside.stderr_data;
 }
 
+// The caller's personality flags stay outside: under `setarch -R` or a debugger the runner has
+// ADDR_NO_RANDOMIZE, which the seccomp filter refuses the program. What the filter allows
+// (UNAME26 here) passes; the host's cat, the control, inherits both.
+TEST(Isolation, TheCallersPersonalityFlagsStayOutside) {
+  PersonalitySeen seen = PersonalityUnderSetarch([](const auto& argv) { return RunInSandbox(argv); });
+  EXPECT_EQ(seen.host, "00060000\n");
+  EXPECT_EQ(seen.inside.status, RunStatus::kExited) << seen.inside.setup_error;
+  EXPECT_EQ(seen.inside.stdout_data, "00020000\n") << seen.inside.stderr_data;
+}
+
 TEST(Isolation, RunnerBinaryAndInitAreUnreachable) {
   RunResult inside = RunInSandbox({"/bin/sh", "-c", "readlink /proc/1/exe; cat /proc/1/environ; echo end"});
   EXPECT_EQ(inside.stdout_data, "end\n");

@@ -110,6 +110,14 @@ TEST(OuterIsolation, TheCallersUmaskStaysOutside) {
   EXPECT_EQ(result.stdout_data, "0022\n-rw-r--r--\n") << result.stderr_data;
 }
 
+// The caller's personality flags stay outside an outer run too (see Isolation's test).
+TEST(OuterIsolation, TheCallersPersonalityFlagsStayOutside) {
+  PersonalitySeen seen = PersonalityUnderSetarch([](const auto& argv) { return RunOuter(argv); });
+  EXPECT_EQ(seen.host, "00060000\n");
+  ASSERT_EQ(seen.inside.status, RunStatus::kExited) << seen.inside.setup_error << seen.inside.stderr_data;
+  EXPECT_EQ(seen.inside.stdout_data, "00020000\n") << seen.inside.stderr_data;
+}
+
 // The init, the program's parent, keeps CAP_KILL alone (bit 5) to kill the program's tree, and
 // an empty bounding set (emptied once, before the program's fork). It lowers the rest right
 // after the spawn, since the program needs the init's CAP_SETUID until its own switch to uid 1000

@@ -6,6 +6,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -94,6 +95,16 @@ HostRun RunOnHost(const std::vector<std::string>& argv, const std::function<bool
   ::waitpid(pid, &status, 0);
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return run;
+}
+
+PersonalitySeen PersonalityUnderSetarch(const std::function<RunResult(const std::vector<std::string>&)>& run) {
+  const std::vector<std::string> argv = {"/bin/cat", "/proc/self/personality"};
+  const int caller = ::personality(0xffffffff);
+  EXPECT_GE(caller, 0);
+  EXPECT_GE(::personality(static_cast<unsigned int>(caller) | ADDR_NO_RANDOMIZE | UNAME26), 0);
+  PersonalitySeen seen{RunOnHost(argv).output, run(argv)};
+  ::personality(static_cast<unsigned int>(caller));
+  return seen;
 }
 
 std::function<bool()> DenySyscall(long nr) {

@@ -34,6 +34,15 @@ HostRun RunOnHost(const std::vector<std::string>& argv, const std::function<bool
 // then on, as a container runtime's profile would, and allows everything else.
 std::function<bool()> DenySyscall(long nr);
 
+// What /proc/self/personality says on the host (cat, the control) and in a sandbox (`run`
+// starts it with the argv given) while this process runs with ADDR_NO_RANDOMIZE and UNAME26
+// added, as under `setarch -R --uname-2.6`. The process's own is restored before it returns.
+struct PersonalitySeen {
+  std::string host;
+  RunResult inside;
+};
+PersonalitySeen PersonalityUnderSetarch(const std::function<RunResult(const std::vector<std::string>&)>& run);
+
 // A host file's whole content; "" when it cannot be read.
 std::string ReadHostFile(const std::string& path);
 
