@@ -202,13 +202,15 @@ def test_sigterm_drains_running_executions_and_leaves_nothing():
 
 def test_a_killed_server_takes_its_sandboxes_with_it():
     server = Server("--pool", "1")
-    cold = server.session({"env": {"COLD": "1"}})
-    warm = server.session()
-    for session, marker in [(cold, "6161.5"), (warm, "6262.5")]:
-        server.request("POST", f"/v1/sessions/{session}/exec", {"shell": f"sleep {marker} & true"})
-        assert processes_with(marker.encode())
-    pid = server.process.pid
-    server.stop(signal.SIGKILL)
+    try:
+        cold = server.session({"env": {"COLD": "1"}})
+        warm = server.session()
+        for session, marker in [(cold, "6161.5"), (warm, "6262.5")]:
+            server.request("POST", f"/v1/sessions/{session}/exec", {"shell": f"sleep {marker} & true"})
+            assert wait_until(lambda: processes_with(marker.encode()))  # the shell may exit first
+    finally:
+        pid = server.process.pid
+        server.stop(signal.SIGKILL)  # also when a check above failed: no server is left behind
     assert wait_until(lambda: not processes_with(b"6161.5") and not processes_with(b"6262.5"), 10)
     # Its workspaces (the cold session's, the pool's) and cgroups stay until the next sbx on
     # this host reaps those of dead runners when it creates its own.
