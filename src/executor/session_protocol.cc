@@ -147,13 +147,14 @@ Result<void> FillFromReply(const json& reply, int expected_id, const std::string
     const std::string& stream = output->get_ref<const std::string&>();
     if (stream != "stdout" && stream != "stderr") return BadReply("\"output\" names no stream");
     result.output += reply[stream].get_ref<const std::string&>();
-  }
-  for (const json& chunk : output->is_array() ? *output : json::array()) {
-    if (!chunk.is_array() || chunk.size() != 2 || !chunk[0].is_string() || !chunk[1].is_string() ||
-        (chunk[0] != "stdout" && chunk[0] != "stderr")) {
-      return BadReply("an \"output\" entry is not [\"stdout\"|\"stderr\", text]");
+  } else {
+    for (const json& chunk : *output) {
+      if (!chunk.is_array() || chunk.size() != 2 || !chunk[0].is_string() || !chunk[1].is_string() ||
+          (chunk[0] != "stdout" && chunk[0] != "stderr")) {
+        return BadReply("an \"output\" entry is not [\"stdout\"|\"stderr\", text]");
+      }
+      result.output += chunk[1].get_ref<const std::string&>();
     }
-    result.output += chunk[1].get_ref<const std::string&>();
   }
   auto value = reply.find("result");
   if (value == reply.end() || !(value->is_null() || value->is_string())) {
