@@ -61,11 +61,22 @@ void DropPrivileges(const ChildPlan& plan) {
   if (err != 0) FailSetup(plan.sync_fd, step, err);
 }
 
+// A namespaced init's own drop, and not dumpable again: an id change resets dumpability to the
+// host's fs.suid_dumpable, and the init's /proc entries (exe points at the runner's binary) must
+// stay closed to the program.
+void DropInitPrivileges(const ChildPlan& plan) {
+  DropPrivileges(plan);
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(plan.sync_fd, ChildStep::kSetIds, errno);
+}
+
 // The caller's umask belongs to the runner, not to the sandbox: under 077 the mount points made
 // below would be 0700, so the sandbox's user could not reach its own root, and the program's
 // files would be closed to its other users. The sandbox starts with 022, as a container
-// runtime's processes do.
-void UseTheSandboxUmask() { ::umask(022); }
+// runtime's processes do. Its personality flags stay outside too (personality.h).
+void LeaveTheCallersStateOutside(int sync_fd) {
+  ::umask(022);
+  if (int err = UseTheSandboxPersonalityInChild()) FailSetup(sync_fd, ChildStep::kPersonality, err);
+}
 
 // The init keeps only its two descriptors.
 int CloseAllExcept(int keep_a, int keep_b) {
@@ -172,8 +183,7 @@ void OuterChildMain(const ChildPlan& plan) {
   // O6. No parent-death signal: a SIGKILLed init would orphan the program's tree. The runner's
   //     death shows as the sync socket's hang-up instead, on which the init kills the tree.
   ::close(plan.parent_sync_fd);
-  UseTheSandboxUmask();
-  if (int err = UseTheSandboxPersonalityInChild()) FailSetup(sync_fd, ChildStep::kPersonality, err);
+  LeaveTheCallersStateOutside(sync_fd);
   if (!WaitForParent(sync_fd)) ::_exit(125);
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
   // The program shares this process's pid namespace: /proc/<init>/cmdline is readable to it.
@@ -215,8 +225,7 @@ void SandboxChildMain(const ChildPlan& plan) {
   //    unnoticed. Holding only our end of the socket makes the runner's death visible as a
   //    hang-up, which the init polls for.
   ::close(plan.parent_sync_fd);
-  UseTheSandboxUmask();
-  if (int err = UseTheSandboxPersonalityInChild()) FailSetup(sync_fd, ChildStep::kPersonality, err);
+  LeaveTheCallersStateOutside(sync_fd);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kWaitForParent, errno);
   if (!WaitForParent(sync_fd)) ::_exit(125);
   // Not dumpable from here on, long before the program exists: until its execve this process
@@ -256,21 +265,13 @@ void SandboxChildMain(const ChildPlan& plan) {
   if (signal_fd < 0) FailSetup(sync_fd, ChildStep::kInitSignals, -signal_fd);
   DropBoundingSetBeforeSpawn(plan);
   // The init gives up everything before the program exists, which inherits it given up: no
-  // capabilities, uid 1000, no_new_privs. Still not dumpable (its /proc entries, including exe,
-  // which points at the runner's binary, stay unreachable): again, since an id change resets
-  // dumpability to the host's fs.suid_dumpable.
-  if (InitDropsBeforeSpawn(plan)) {
-    DropPrivileges(plan);
-    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kSetIds, errno);
-  }
+  // capabilities, uid 1000, no_new_privs.
+  if (InitDropsBeforeSpawn(plan)) DropInitPrivileges(plan);
   const pid_t program = SpawnProgram(plan);
   if (program < 0) FailSetup(sync_fd, ChildStep::kSpawnProgram, -program);
   // 20. The init keeps only its two descriptors. A zygote's init drops its privileges only now,
   // its program having kept the namespace's.
-  if (!InitDropsBeforeSpawn(plan)) {
-    DropPrivileges(plan);
-    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) FailSetup(sync_fd, ChildStep::kSetIds, errno);
-  }
+  if (!InitDropsBeforeSpawn(plan)) DropInitPrivileges(plan);
   if (int err = CloseAllExcept(sync_fd, signal_fd)) FailSetup(sync_fd, ChildStep::kCloseFds, err);
   RunInitInChild(sync_fd, program, signal_fd, root_moved ? kReportRootMoved : 0);
 }
