@@ -33,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -311,6 +312,25 @@ double Median(std::vector<double> samples) {
   return samples.empty() ? 0 : samples[samples.size() / 2];
 }
 
+struct BareAndSbx {
+  double bare_ms = 0;
+  double sbx_ms = 0;
+};
+
+// Medians of `rounds` alternated runs of `command`: in bash bare, then through sbx by `execute`,
+// which reports its own failure and returns false to stop.
+std::optional<BareAndSbx> MediansAgainstBare(const std::string& command, int rounds,
+                                              const std::function<bool()>& execute) {
+  std::vector<double> bare, sandboxed;
+  for (int round = 0; round < rounds; ++round) {
+    bare.push_back(BareBash(command));
+    auto start = Clock::now();
+    if (!execute()) return std::nullopt;
+    sandboxed.push_back(Ms(start));
+  }
+  return BareAndSbx{Median(bare), Median(sandboxed)};
+}
+
 void Output(const std::string& image, const std::vector<long>& sizes, int rounds) {
   sbx::executor::ExecutorOptions options;
   options.image_dir = image;
@@ -332,18 +352,16 @@ void Output(const std::string& image, const std::vector<long>& sizes, int rounds
     return;
   }
   for (long bytes : sizes) {
-    std::vector<double> bare, sandboxed;
     size_t kept = 0;
-    for (int round = 0; round < rounds; ++round) {
-      bare.push_back(BareBash(OutputCommand(bytes)));
-      auto start = Clock::now();
+    auto medians = MediansAgainstBare(OutputCommand(bytes), rounds, [&] {
       auto result = (*executor)->Execute({{"bash", OutputCommand(bytes)}});
-      if (!sbx::bench::ExecutionOk(result)) return;
-      sandboxed.push_back(Ms(start));
+      if (!sbx::bench::ExecutionOk(result)) return false;
       kept = result->stdout_text.size();
-    }
-    const double bare_ms = Median(bare), sbx_ms = Median(sandboxed);
-    std::printf("%-14ld %12.2f %12.2f %12.2f %7.0f KiB\n", bytes, bare_ms, sbx_ms, sbx_ms - bare_ms, kept / 1024.0);
+      return true;
+    });
+    if (!medians) return;
+    std::printf("%-14ld %12.2f %12.2f %12.2f %7.0f KiB\n", bytes, medians->bare_ms, medians->sbx_ms,
+                medians->sbx_ms - medians->bare_ms, kept / 1024.0);
     std::fflush(stdout);
   }
 }
@@ -362,15 +380,11 @@ void ShellCells(const std::string& image, const std::vector<long>& sleeps_ms, in
   for (long sleep_ms : sleeps_ms) {
     char command[64];
     std::snprintf(command, sizeof command, "sleep %.3f", sleep_ms / 1000.0);
-    std::vector<double> bare, sandboxed;
-    for (int round = 0; round < rounds; ++round) {
-      bare.push_back(BareBash(command));
-      auto start = Clock::now();
-      if (!sbx::bench::ExecutionOk((*session)->Execute({{"bash", command}}))) return;
-      sandboxed.push_back(Ms(start));
-    }
-    const double bare_ms = Median(bare), sbx_ms = Median(sandboxed);
-    std::printf("%-14ld %12.2f %12.2f %12.2f\n", sleep_ms, bare_ms, sbx_ms, sbx_ms - bare_ms);
+    auto medians = MediansAgainstBare(
+        command, rounds, [&] { return sbx::bench::ExecutionOk((*session)->Execute({{"bash", command}})); });
+    if (!medians) return;
+    std::printf("%-14ld %12.2f %12.2f %12.2f\n", sleep_ms, medians->bare_ms, medians->sbx_ms,
+                medians->sbx_ms - medians->bare_ms);
     std::fflush(stdout);
   }
 }
