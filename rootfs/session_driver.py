@@ -42,6 +42,7 @@ and 2**18 values, figures named as above, and nothing sent before a request was 
 import ast
 import builtins
 import codecs
+import fcntl
 import importlib
 import io
 import json
@@ -67,6 +68,14 @@ CELL_DIR_PREFIX = ".sbx-cells-"
 DRIVER_FILE = os.path.abspath(__file__)
 # Written to the session's own stdout and stderr before each cell's mirrored output.
 CELL_MARKER = b"\x1esbx-cell %d\x1e\n"
+# A cell's pipe starts at the kernel's 64 KiB and is read 64 KiB at a time. A read that fills
+# that means the cell prints faster than it is read: the pipe then grows to a MiB (the default
+# cap for an unprivileged process) and is read a MiB at a time. At 64 KiB a cell printing a GiB
+# woke itself and this driver 16 times as often, and those wake-ups were most of output's cost.
+# Only such cells grow their pipes: the pages a pipe may hold count against its user's share
+# (fs.pipe-user-pages-soft), and a pipe lives as long as its cell.
+PIPE_START_BYTES = 1 << 16
+PIPE_BYTES = 1 << 20
 
 
 def make_cell_dir():
@@ -125,6 +134,15 @@ def write_frame(fd, payload):
             parts[0] = parts[0][sent:]
 
 
+def widen_pipe(fd):
+    """Whether the pipe now holds PIPE_BYTES. A lower pipe-max-size, or a user whose pipes
+    already hold their share of pages, keeps the size it has, which only costs speed."""
+    try:
+        return fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES) >= PIPE_BYTES
+    except OSError:
+        return False
+
+
 def wait_for_exit(process, timeout):
     """Popen.wait(timeout) polls, sleeping up to 50 ms between looks, so it would notice a
     command's end up to 50 ms late, on every shell cell. A pidfd turns readable the moment the
@@ -163,7 +181,10 @@ class StreamCapture:
         if room > 0:
             self.head += data[:room]
             data = data[room:]
-        if data:
+        if len(data) >= self.tail_budget:  # the whole tail is new: copy just its end
+            self.dropped += len(self.tail) + len(data) - self.tail_budget
+            self.tail[:] = data[len(data) - self.tail_budget:]
+        elif data:
             self.tail += data
             excess = len(self.tail) - self.tail_budget
             if excess > 0:
@@ -221,6 +242,9 @@ class OutputPipes:
             os.close(w)
             os.set_blocking(r, False)
             self.readers[r] = name
+        # Read into a buffer of the pipe's size, reused: os.read would allocate (and for a MiB,
+        # map and unmap) a fresh one for every read.
+        self.buffers = {r: memoryview(bytearray(PIPE_START_BYTES)) for r in self.readers}
         self.stop = False
         # Written by finish(), so the drain thread wakes at once instead of at its next poll.
         self.wake_r, self.wake_w = os.pipe()
@@ -228,12 +252,16 @@ class OutputPipes:
         self.thread.start()
 
     def take(self, fd):
+        buffer = self.buffers[fd]
         try:
-            data = os.read(fd, 1 << 16)
+            got = os.readv(fd, [buffer])
         except BlockingIOError:
             return False
-        if not data:
+        if not got:
             return False
+        data = buffer[:got]  # each use below copies it before the next read
+        if got == len(buffer) < PIPE_BYTES and widen_pipe(fd):
+            self.buffers[fd] = memoryview(bytearray(PIPE_BYTES))
         name = self.readers[fd]
         self.captures[name].add(data)
         if self.streamer is not None:

@@ -61,6 +61,28 @@ TEST(Executor, OutputOfPythonAndItsSubprocessesArrivesInOrder) {
   EXPECT_EQ(r.stderr_text, "b\n");
 }
 
+
+// A cell that prints faster than its pipe is read gets a MiB of pipe (a GiB of output then
+// costs a sixteenth of the wake-ups); a quiet cell, later in the same session, keeps the
+// kernel's 64 KiB, since every pipe's pages count against its user's share.
+TEST(Executor, ACellPrintingFastGetsAWiderPipeAndAQuietCellKeepsTheDefault) {
+  auto session = NewSession();
+  ASSERT_TRUE(session);
+  CodeResult loud = Python(*session,
+                           "import fcntl, os\nsizes = [fcntl.fcntl(1, fcntl.F_GETPIPE_SZ)]\n"
+                           "for _ in range(16):\n"
+                           "    os.write(1, b'y' * (1 << 20))\n"
+                           "    sizes.append(fcntl.fcntl(1, fcntl.F_GETPIPE_SZ))\n"
+                           "    if sizes[-1] >= 1 << 20: break\n"
+                           "sizes[0], sizes[-1]");
+  EXPECT_EQ(loud.exit_code, 0) << loud.output.substr(0, 200);
+  ASSERT_TRUE(loud.value.has_value()) << loud.stderr_text;
+  EXPECT_EQ(*loud.value, "(65536, 1048576)");
+  CodeResult quiet = Python(*session, "import fcntl\nprint('hi')\nfcntl.fcntl(1, fcntl.F_GETPIPE_SZ)");
+  EXPECT_EQ(quiet.stdout_text, "hi\n");
+  ASSERT_TRUE(quiet.value.has_value()) << quiet.stderr_text;
+  EXPECT_EQ(*quiet.value, "65536");
+}
 TEST(Executor, BlocksRunInOrderAndStopAtTheFirstFailure) {
   auto session = NewSession();
   ASSERT_TRUE(session);
