@@ -16,6 +16,7 @@
 
 #include "sandbox/isolation/close_fds.h"
 #include "sandbox/isolation/loopback.h"
+#include "sandbox/isolation/oom_score.h"
 #include "sandbox/isolation/personality.h"
 #include "sandbox/isolation/privileges.h"
 #include "sandbox/isolation/userns.h"
@@ -72,10 +73,13 @@ void DropInitPrivileges(const ChildPlan& plan) {
 // The caller's umask belongs to the runner, not to the sandbox: under 077 the mount points made
 // below would be 0700, so the sandbox's user could not reach its own root, and the program's
 // files would be closed to its other users. The sandbox starts with 022, as a container
-// runtime's processes do. Its personality flags stay outside too (personality.h).
+// runtime's processes do. Its personality flags and a negative OOM score adjustment stay outside
+// too (personality.h, oom_score.h), taken here while this process is dumpable and its /proc files
+// its own.
 void LeaveTheCallersStateOutside(int sync_fd) {
   ::umask(022);
   if (int err = UseTheSandboxPersonalityInChild()) FailSetup(sync_fd, ChildStep::kPersonality, err);
+  if (int err = RaiseInheritedOomScoreInChild()) FailSetup(sync_fd, ChildStep::kOomScore, err);
 }
 
 // The init keeps only its two descriptors.

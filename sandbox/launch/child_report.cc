@@ -11,6 +11,7 @@ const char* ChildStepName(ChildStep step) {
   switch (step) {
     case ChildStep::kWaitForParent: return "wait for the parent (id maps, cgroup)";
     case ChildStep::kPersonality: return "reduce the inherited personality to its execution domain";
+    case ChildStep::kOomScore: return "raise the inherited negative OOM score adjustment to 0";
     case ChildStep::kOpenSources: return "re-open the image and the workspace in the sandbox's mount namespace";
     case ChildStep::kSetupIds: return "take the setup ids (the namespace's root, or 1000 rootless)";
     case ChildStep::kMountPrivate: return "make mounts private";

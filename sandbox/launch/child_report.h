@@ -16,6 +16,7 @@ namespace sbx {
 enum class ChildStep : uint32_t {
   kWaitForParent = 1,  // 6
   kPersonality,
+  kOomScore,
   kOpenSources,
   kSetupIds,
   kMountPrivate,  // 7
@@ -58,6 +59,7 @@ constexpr int LaunchStepOf(ChildStep step) {
   switch (step) {
     case ChildStep::kWaitForParent:
     case ChildStep::kPersonality:
+    case ChildStep::kOomScore:
     case ChildStep::kOpenSources:
     case ChildStep::kSetupIds: return 6;
     case ChildStep::kMountPrivate:

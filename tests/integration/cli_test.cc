@@ -335,6 +335,40 @@ TEST(Cli, TheCallersPriorityStaysOutside) {
   }
 }
 
+// A caller shielded from the OOM killer (oom_score_adj below 0) does not shield the sandbox: its
+// program starts at 0, namespaced and outer. A positive value stays. The control: the host's cat
+// under the same choom shows -500. Lowering needs CAP_SYS_RESOURCE, which some hosts withhold
+// even from root; there the cgroup v2 VM's step runs this test (tests/cgroup2_vm_suite.sh).
+TEST(Cli, TheCallersOomProtectionStaysOutside) {
+  const std::vector<std::string> shielded = {"/usr/bin/choom", "-n", "-500", "--"};
+  std::vector<std::string> host = shielded;
+  host.insert(host.end(), {"/bin/cat", "/proc/self/oom_score_adj"});
+  HostRun control = RunOnHost(host);
+  if (control.exit_code != 0 && control.output.find("Permission denied") != std::string::npos &&
+      !InCgroup2Vm()) {
+    GTEST_SKIP() << "this host cannot lower oom_score_adj (no CAP_SYS_RESOURCE); the cgroup v2 VM runs it";
+  }
+  EXPECT_EQ(control.output, "-500\n");
+  // Outer isolation has no network namespace to enforce "none" with.
+  const std::vector<std::vector<std::string>> isolations = {
+      {"--isolation", "namespaces"}, {"--isolation", "outer", "--network", "host"}};
+  for (const std::vector<std::string>& isolation : isolations) {
+    std::vector<std::string> argv = shielded;
+    argv.insert(argv.end(), {SBX_BINARY, "run"});
+    argv.insert(argv.end(), isolation.begin(), isolation.end());
+    argv.insert(argv.end(), {"--", "/bin/cat", "/proc/self/oom_score_adj"});
+    HostRun run = RunOnHost(argv);
+    EXPECT_EQ(run.exit_code, 0) << isolation[1] << ": " << run.output;
+    // The output's last line: --network host adds a warning on stderr before it.
+    const size_t last = run.output.size() < 2 ? std::string::npos : run.output.rfind('\n', run.output.size() - 2);
+    EXPECT_EQ(last == std::string::npos ? run.output : run.output.substr(last + 1), "0\n")
+        << isolation[1] << ": " << run.output;
+  }
+  HostRun exposed = RunOnHost({"/usr/bin/choom", "-n", "300", "--", SBX_BINARY, "run", "--",
+                               "/bin/cat", "/proc/self/oom_score_adj"});
+  EXPECT_EQ(exposed.output, "300\n") << exposed.exit_code;
+}
+
 // Where the runner's policy cannot even be read (a container's seccomp profile refusing
 // sched_getscheduler), the child is set to SCHED_OTHER all the same and the run goes on.
 TEST(Cli, AnUnreadablePolicyIsLoweredAllTheSame) {
