@@ -272,17 +272,30 @@ class OutputPipes:
             os.write(self.saved[1 if name == "stdout" else 2], data)
         except OSError:
             pass
-        merges = bool(self.order) and self.order[-1][0] == name
-        if (self.order_bytes + len(data) <= self.order_budget
-                and (merges or len(self.order) < MAX_ORDER_CHUNKS)):
-            if merges:
-                self.order[-1][1] += data
-            else:
-                self.order.append([name, bytearray(data)])
-            self.order_bytes += len(data)
-        else:
-            self.order_cut = True
+        self.keep_in_order(name, data)
         return True
+
+    def keep_in_order(self, name, data):
+        """The output in order is its head: what fits of a chunk is kept and the rest cut, so a
+        MiB read at once does not lose the room left before it, and nothing after a cut is kept
+        (a later, smaller chunk would leave a hole)."""
+        if self.order_cut:
+            return
+        merges = bool(self.order) and self.order[-1][0] == name
+        if not merges and len(self.order) >= MAX_ORDER_CHUNKS:
+            self.order_cut = True
+            return
+        room = self.order_budget - self.order_bytes
+        if len(data) > room:
+            data = data[:room]
+            self.order_cut = True
+        if not data:
+            return
+        if merges:
+            self.order[-1][1] += data
+        else:
+            self.order.append([name, bytearray(data)])
+        self.order_bytes += len(data)
 
     def output_in_order(self):
         """The chunks as they arrived; or, when all of it came from one stream and none of it

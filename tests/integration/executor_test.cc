@@ -83,6 +83,21 @@ TEST(Executor, ACellPrintingFastGetsAWiderPipeAndAQuietCellKeepsTheDefault) {
   ASSERT_TRUE(quiet.value.has_value()) << quiet.stderr_text;
   EXPECT_EQ(*quiet.value, "65536");
 }
+// The output in order keeps its head, twice the per-stream budget, however the driver's reads
+// fell: the chunk that crosses the budget gives what fits, and nothing after it is kept.
+TEST(Executor, OutputInOrderKeepsItsHeadUpToTwiceTheBudget) {
+  ExecutorOptions options = Options();
+  options.policy = testing::Changed(options.policy, [](Policy& p) { p.limits.output_bytes = 4096; });
+  auto session = NewSession(std::move(options));
+  ASSERT_TRUE(session);
+  CodeResult r = Python(*session, "import os, sys\nos.write(1, b'y' * 100000)\nprint('END', file=sys.stderr)");
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.output, std::string(8192, 'y'));
+  EXPECT_TRUE(r.output_truncated);
+  EXPECT_TRUE(r.stdout_truncated);
+  EXPECT_EQ(r.stderr_text, "END\n");
+}
+
 TEST(Executor, BlocksRunInOrderAndStopAtTheFirstFailure) {
   auto session = NewSession();
   ASSERT_TRUE(session);
