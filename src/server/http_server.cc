@@ -1,6 +1,7 @@
 // Accept loops, per-connection request loops with Beast, authentication and draining.
 #include "src/server/http_server.h"
 
+#include <malloc.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -359,9 +360,17 @@ void HttpServer::Serve(std::shared_ptr<Connection> connection) {
     WriteResponse(stream, response, keep_going);
   }
   ::shutdown(fd, SHUT_RDWR);
-  std::lock_guard lock(mutex_);
-  std::erase(connections_, connection);
-  changed_.notify_all();
+  {
+    std::lock_guard lock(mutex_);
+    std::erase(connections_, connection);
+    changed_.notify_all();
+  }
+  // What this connection's requests allocated (a flooded cell's reply is several MiB, parsed
+  // and serialised again) is free now, but glibc keeps freed memory in its arenas, one per
+  // thread that allocated at the same time: a server that once answered a few floods would
+  // hold tens of MiB while idle. Given back at each connection's end, its RSS follows what it
+  // holds.
+  ::malloc_trim(0);
 }
 
 void HttpServer::Drain() {
