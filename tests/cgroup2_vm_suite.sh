@@ -4,8 +4,9 @@
 # Covered: memory limit -> oom_killed by cgroup_v2 (memory.oom.group), pids limit -> pids_limit,
 # timeout kill of a process tree (cgroup.kill), capabilities dropped, runner SIGKILL cleanup, no
 # cgroup left behind, and a caller's negative oom_score_adj kept outside (the VM's root may lower
-# it; CI's hosts withhold CAP_SYS_RESOURCE). Left out: Limits.HugeOutputIsCappedKeepingHeadAndTail, which pushes 1 GB
-# through tr (no cgroup involved) and outlasts its 60 s timeout under TCG; the host suite runs it.
+# it; CI's hosts withhold CAP_SYS_RESOURCE). Left out: Limits.HugeOutputIsCappedKeepingHeadAndTail,
+# which pushes 1 GB through tr (no cgroup involved) and outlasts its 60 s timeout under TCG; the
+# host suite runs it.
 # Each binary's skips are checked against tests/expected_skips/cgroup2_vm.txt
 # (tests/gtest_report.py) and its totals printed as "sbx-totals<TAB>LABEL<TAB>passed failed skipped expected" lines, which
 # tools/test.sh adds to the whole run's closing line (the guest's /tmp is gone after the run).

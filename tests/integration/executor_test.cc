@@ -61,7 +61,6 @@ TEST(Executor, OutputOfPythonAndItsSubprocessesArrivesInOrder) {
   EXPECT_EQ(r.stderr_text, "b\n");
 }
 
-
 // A cell that prints faster than its pipe is read gets a MiB of pipe (a GiB of output then
 // costs a sixteenth of the wake-ups); a quiet cell, later in the same session, keeps the
 // kernel's 64 KiB, since every pipe's pages count against its user's share.
@@ -83,6 +82,7 @@ TEST(Executor, ACellPrintingFastGetsAWiderPipeAndAQuietCellKeepsTheDefault) {
   ASSERT_TRUE(quiet.value.has_value()) << quiet.stderr_text;
   EXPECT_EQ(*quiet.value, "65536");
 }
+
 // The output in order keeps its head, twice the per-stream budget, however the driver's reads
 // fell: the chunk that crosses the budget gives what fits, and nothing after it is kept.
 TEST(Executor, OutputInOrderKeepsItsHeadUpToTwiceTheBudget) {
