@@ -74,7 +74,12 @@ void RemoveStaleRunDirectories(const std::string& base, const std::string& prefi
     if (!lock || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) continue;
     struct stat st;
     if (::fstat(lock.get(), &st) != 0) continue;
-    const time_t age = ::time(nullptr) - st.st_mtime;
+    // Against the fine-grained clock: time(2) reads the coarse one, which lags the fine-grained
+    // timestamps the kernel may give a directory it just made, so a workspace made that instant
+    // could look dated ahead, and be swept.
+    struct timespec now {};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    const time_t age = now.tv_sec - st.st_mtim.tv_sec - (now.tv_nsec < st.st_mtim.tv_nsec ? 1 : 0);
     if (age >= 0 && age < kStaleWorkspaceSeconds) continue;
     (void)RemoveTree(base + "/" + name);
   }
