@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/write_all.h"
+
 namespace sbx {
 namespace {
 
@@ -231,16 +233,6 @@ Result<bool> WalkTree(int dir_fd, const std::string& prefix, size_t max_visits,
   if (::fstat(dir_fd, &root) != 0) return SysError(ErrorCode::kIo, "fstat " + prefix);
   size_t visits_left = max_visits;
   return WalkDir(dir_fd, prefix.empty() ? "" : prefix + "/", 1, root.st_dev, &visits_left, visit);
-}
-
-Result<void> WriteAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return SysError(ErrorCode::kIo, "write");
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return Ok{};
 }
 
 Result<void> CopyRange(int in_fd, uint64_t offset, uint64_t length, int out_fd) {

@@ -93,7 +93,6 @@ Result<bool> WalkTree(int dir_fd, const std::string& prefix, size_t max_visits,
 // Copies exactly `length` bytes of `in_fd` from `offset` (pread) to `out_fd`; a shorter
 // source is an error. Retries on EINTR.
 Result<void> CopyRange(int in_fd, uint64_t offset, uint64_t length, int out_fd);
-Result<void> WriteAll(int fd, std::string_view data);
 
 // Mode a copied regular file gets: 0755 if the source had any execute bit, else 0644.
 inline mode_t NormalizedFileMode(mode_t source_mode) { return (source_mode & 0111) ? 0755 : 0644; }

@@ -6,24 +6,16 @@
 #include <cerrno>
 #include <system_error>
 
+#include "base/write_all.h"
+
 namespace sbx {
 namespace {
-
-void WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // EPIPE and friends: the reader left
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-}
 
 // `why` says which of the two losses it was: a slow reader, or no thread to forward at all.
 void WriteDroppedNote(int fd, uint64_t dropped_bytes, const char* why) {
   if (dropped_bytes == 0) return;
   std::string note = "\n[sbx: " + std::to_string(dropped_bytes) + " bytes not shown: " + why + "]\n";
-  WriteAll(fd, note.data(), note.size());
+  (void)WriteAll(fd, note);  // an error means the reader left: nothing to tell it
 }
 
 }  // namespace
@@ -82,7 +74,7 @@ void OutputForwarder::Run() {
     queue_.pop_front();
     queued_bytes_ -= chunk.size();
     lock.unlock();
-    WriteAll(fd_, chunk.data(), chunk.size());
+    (void)WriteAll(fd_, chunk);  // EPIPE and friends: the reader left, the rest is dropped too
     lock.lock();
   }
   const uint64_t dropped = dropped_bytes_;

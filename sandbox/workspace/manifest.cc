@@ -9,6 +9,8 @@
 #include <optional>
 #include <utility>
 
+#include "base/write_all.h"
+
 namespace sbx {
 namespace {
 

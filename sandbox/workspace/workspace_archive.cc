@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "base/unique_fd.h"
+#include "base/write_all.h"
 
 namespace sbx {
 namespace {

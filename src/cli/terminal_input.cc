@@ -8,7 +8,7 @@
 #include <string_view>
 #include <thread>
 
-#include "sandbox/fs/fs_beneath.h"
+#include "base/write_all.h"
 
 namespace sbx::cli {
 namespace {

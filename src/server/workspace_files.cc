@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "base/unique_fd.h"
+#include "base/write_all.h"
 #include "sandbox/isolation/userns.h"
 #include "sandbox/workspace/workspace_archive.h"
 
@@ -28,17 +29,6 @@ FileOutcome FromOpenError(const Error& error, const std::string& path) {
     default:
       return Problem(FileProblem::kOther, error.ToString());
   }
-}
-
-bool WriteAll(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
 }
 
 bool ReadAll(int fd, std::string& bytes) {
