@@ -2,8 +2,9 @@
 // SessionExecutor vs pooled), pooled executions per second, idle pooled session memory, and
 // for reference bare python3 of the image and the floor of any pool here (kForkFloorScript).
 //
-//   build/sbx_pool_bench [--image DIR] [--iterations N] [--warm N] [--seconds S] [--prefault-mib M]
-//                        [--first-execution-prefault-mib M] [--refill-deferral-ms MS] [--threads 1,2,4]
+//   build/sbx_pool_bench [--image DIR] [--iterations N] [--warm N] [--seconds S] [--rounds R]
+//                        [--prefault-mib M] [--first-execution-prefault-mib M]
+//                        [--refill-deferral-ms MS] [--threads 1,2,4]
 //
 // --prefault-mib sets PoolOptions::prefault_budget_bytes (default the pool's 4 MiB; 0 turns the
 // pre-fault while a session is prepared off, 64 takes every page learned), to see what it
@@ -12,7 +13,10 @@
 // the first budget to faults). --refill-deferral-ms sets PoolOptions::refill_deferral_seconds (default
 // 500 ms; 0 refills while sessions execute), for its A/B. --threads sets the client threads of
 // the throughput lines (and the floor's process counts); each pooled line prints its ratio to
-// the floor measured in the same run.
+// the floor measured in the same run. The throughput lines alternate with the floor's: --rounds
+// rounds (default 3) of the floor's rate and then the pool's for S seconds each, per thread
+// count, so that a machine whose speed drifts within the run charges both alike; each line
+// gives the medians of the rounds and the median of the rounds' ratios.
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,7 +75,7 @@ def answer_in_preforked_child():
     for fd in (go_r, go_w, done_r, done_w): os.close(fd)
     return elapsed
 
-def forks_per_second(workers, seconds=3.0):
+def forks_per_second(workers, seconds):
     deadline = time.perf_counter() + seconds
     counts_r, counts_w = os.pipe()  # each loop writes its count: an exit status caps at 255
     loops = []
@@ -91,13 +95,12 @@ def forks_per_second(workers, seconds=3.0):
     with os.fdopen(counts_r) as counts:
         return sum(int(line) for line in counts) / seconds
 
-samples = sorted(answer_in_preforked_child() for _ in range(30))
-print("%-44s median %8.2f ms   p90 %8.2f ms   (n=%d)" % ("floor: describe in a pre-forked child", samples[15], samples[27], len(samples)))
-print("floor-describe-ms %f" % samples[15], file=sys.stderr)
+if DESCRIBE:
+    samples = sorted(answer_in_preforked_child() for _ in range(30))
+    print("%-44s median %8.2f ms   p90 %8.2f ms   (n=%d)" % ("floor: describe in a pre-forked child", samples[15], samples[27], len(samples)))
+    print("floor-describe-ms %f" % samples[15], file=sys.stderr)
 for workers in WORKERS:
-    rate = forks_per_second(workers)
-    print("%-44s %8.1f /s  (%d process%s, no sandbox)" % ("floor: fork + describe + exit", rate, workers, "" if workers == 1 else "es"))
-    print("floor-rate %d %f" % (workers, rate), file=sys.stderr)
+    print("floor-rate %d %f" % (workers, forks_per_second(workers, SECONDS)), file=sys.stderr)
 )py";
 
 // The image's python3 running `code` (SpawnImagePython). Returns its wait status, or -1 if it
@@ -114,14 +117,16 @@ struct Floor {
   std::map<int, double> per_second;  // fork + describe + exit, by process count
 };
 
-// Runs kForkFloorScript with `workers` as its process counts; its human lines go to our
+// Runs kForkFloorScript: the pre-forked describe if `describe`, and the fork + describe + exit
+// rate for `seconds` with each of `workers` as its process count. Its human lines go to our
 // stdout, its figures come back through a pipe on its stderr.
-Floor RunFloor(const std::string& image, const std::vector<int>& workers) {
+Floor RunFloor(const std::string& image, bool describe, const std::vector<int>& workers, double seconds) {
   Floor floor;
   std::string counts;
   for (int count : workers) counts += std::to_string(count) + ",";
   // A JSON string is a Python string literal too.
-  const std::string script = "WORKERS = (" + counts + ")\nWARMUP = " +
+  const std::string script = "DESCRIBE = " + std::string(describe ? "True" : "False") + "\nWORKERS = (" +
+                             counts + ")\nSECONDS = " + std::to_string(seconds) + "\nWARMUP = " +
                              nlohmann::json(sbx::executor::kDefaultZygoteWarmup).dump() + "\n" + kForkFloorScript;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return floor;
@@ -172,6 +177,12 @@ void Report(const char* what, std::vector<double> samples, double floor_ms = 0) 
               Ratio(at(0.5), floor_ms).c_str());
 }
 
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
 // "1,2,4" -> {1, 2, 4}; counts outside 1..64 are dropped.
 std::vector<int> ParseCounts(const std::string& text) {
   std::vector<int> counts;
@@ -192,6 +203,7 @@ int main(int argc, char** argv) {
   size_t prefault_budget = sbx::executor::kDefaultPrefaultBudgetBytes;
   size_t first_execution_prefault = sbx::executor::kDefaultFirstExecutionPrefaultBytes;
   double seconds = 5;
+  int rounds = 3;
   std::vector<int> thread_counts = {1, 2, 4};
   double refill_deferral_seconds = sbx::executor::PoolOptions{}.refill_deferral_seconds;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -200,6 +212,7 @@ int main(int argc, char** argv) {
     else if (flag == "--iterations") iterations = std::atoi(argv[i + 1]);
     else if (flag == "--warm") warm = static_cast<size_t>(std::atoi(argv[i + 1]));
     else if (flag == "--seconds") seconds = std::atof(argv[i + 1]);
+    else if (flag == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
     else if (flag == "--refill-deferral-ms") refill_deferral_seconds = std::atof(argv[i + 1]) / 1000;
     else if (flag == "--threads") thread_counts = ParseCounts(argv[i + 1]);
     else if (flag == "--prefault-mib") prefault_budget = static_cast<size_t>(std::atof(argv[i + 1]) * (1 << 20));
@@ -220,7 +233,7 @@ int main(int argc, char** argv) {
   }
   Report("bare python3 -c (chroot into the image)", bare);
   std::fflush(stdout);  // our lines first: the floor script writes to the same stdout
-  const Floor floor = RunFloor(image, thread_counts);
+  const Floor floor = RunFloor(image, /*describe=*/true, {}, 0);
 
   // Cold: a new SessionExecutor (a fresh sandbox and interpreter) per session.
   std::vector<double> cold;
@@ -307,19 +320,20 @@ int main(int argc, char** argv) {
                   used[used.size() / 2], used.back(), used.size());
   }
 
-  // Throughput: fresh isolated session + describe + close, back to back, per thread count.
-  for (int threads : thread_counts) {
+  // Throughput: fresh isolated session + describe + close, back to back, per thread count,
+  // each round right after the floor's rate with as many processes.
+  auto pooled_rate = [&](int threads, bool& failed) {
     std::atomic<long> done{0};
-    std::atomic<bool> failed{false};
+    std::atomic<bool> any_failed{false};
     auto start = Clock::now();
     auto deadline = start + std::chrono::duration<double>(seconds);
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t) {
       workers.emplace_back([&] {
-        while (Clock::now() < deadline && !failed) {
+        while (Clock::now() < deadline && !any_failed) {
           auto session = (*pool_ptr)->Acquire();
           if (!session || !sbx::bench::ExecutionOk((*session)->Execute(blocks))) {
-            failed = true;
+            any_failed = true;
             return;
           }
           session->reset();
@@ -328,12 +342,32 @@ int main(int argc, char** argv) {
       });
     }
     for (auto& worker : workers) worker.join();
-    double elapsed = Ms(start) / 1000;
-    auto floor_rate = floor.per_second.find(threads);
-    std::printf("%-44s %8.1f /s  (%ld in %.1f s, %d thread%s)%s%s\n", "pooled executions per second",
-                done / elapsed, done.load(), elapsed, threads, threads == 1 ? "" : "s",
-                Ratio(done / elapsed, floor_rate == floor.per_second.end() ? 0 : floor_rate->second).c_str(),
+    failed = failed || any_failed;
+    return done / (Ms(start) / 1000);
+  };
+  for (int threads : thread_counts) {
+    std::vector<double> floor_rates, pool_rates, ratios;
+    bool failed = false;
+    for (int round = 0; round < rounds && !failed; ++round) {
+      (*pool_ptr)->WaitForWarm(warm, 10);  // no refill competes with the floor's round
+      const Floor round_floor = RunFloor(image, /*describe=*/false, {threads}, seconds);
+      auto floor_rate = round_floor.per_second.find(threads);
+      if (floor_rate == round_floor.per_second.end() || !(floor_rate->second > 0)) {
+        std::fprintf(stderr, "floor: no rate for %d processes\n", threads);
+        return 1;
+      }
+      (*pool_ptr)->WaitForWarm(warm, 10);
+      const double rate = pooled_rate(threads, failed);
+      floor_rates.push_back(floor_rate->second);
+      pool_rates.push_back(rate);
+      ratios.push_back(rate / floor_rate->second);
+    }
+    const auto [lowest, highest] = std::minmax_element(ratios.begin(), ratios.end());
+    std::printf("%-44s %8.1f /s  (%d thread%s; floor %.1f /s; %d rounds of %.0f s)  %.2fx the floor (%.2f-%.2f)%s\n",
+                "pooled executions per second", Median(pool_rates), threads, threads == 1 ? "" : "s",
+                Median(floor_rates), static_cast<int>(ratios.size()), seconds, Median(ratios), *lowest, *highest,
                 failed ? "  FAILED" : "");
+    std::fflush(stdout);
   }
   return 0;
 }
