@@ -13,10 +13,11 @@
 // the first budget to faults). --refill-deferral-ms sets PoolOptions::refill_deferral_seconds (default
 // 500 ms; 0 refills while sessions execute), for its A/B. --threads sets the client threads of
 // the throughput lines (and the floor's process counts); each pooled line prints its ratio to
-// the floor measured in the same run. The throughput lines alternate with the floor's: --rounds
-// rounds (default 3) of the floor's rate and then the pool's for S seconds each, per thread
-// count, so that a machine whose speed drifts within the run charges both alike; each line
-// gives the medians of the rounds and the median of the rounds' ratios.
+// the floor measured in the same run. The pooled lines alternate with the floor's: --rounds
+// rounds (default 3) of the floor's pre-forked describes and then as many acquire + describe
+// (N / R each, at least 5), and per thread count the floor's rate and then the pool's for S
+// seconds each, so that a machine whose speed drifts within the run charges both alike; each
+// ratio line gives the median of the rounds' ratios and their range.
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -95,10 +96,8 @@ def forks_per_second(workers, seconds):
     with os.fdopen(counts_r) as counts:
         return sum(int(line) for line in counts) / seconds
 
-if DESCRIBE:
-    samples = sorted(answer_in_preforked_child() for _ in range(30))
-    print("%-44s median %8.2f ms   p90 %8.2f ms   (n=%d)" % ("floor: describe in a pre-forked child", samples[15], samples[27], len(samples)))
-    print("floor-describe-ms %f" % samples[15], file=sys.stderr)
+for _ in range(DESCRIBE_SAMPLES):
+    print("floor-describe-ms %f" % answer_in_preforked_child(), file=sys.stderr)
 for workers in WORKERS:
     print("floor-rate %d %f" % (workers, forks_per_second(workers, SECONDS)), file=sys.stderr)
 )py";
@@ -113,19 +112,19 @@ int RunImagePython(const std::string& image, const char* code) {
 
 // What the floor script reports on its stderr, for the ratios of the pooled lines.
 struct Floor {
-  double describe_ms = 0;          // describe in a pre-forked child, median
+  std::vector<double> describe_ms;  // describe in a pre-forked child, each sample
   std::map<int, double> per_second;  // fork + describe + exit, by process count
 };
 
-// Runs kForkFloorScript: the pre-forked describe if `describe`, and the fork + describe + exit
-// rate for `seconds` with each of `workers` as its process count. Its human lines go to our
-// stdout, its figures come back through a pipe on its stderr.
-Floor RunFloor(const std::string& image, bool describe, const std::vector<int>& workers, double seconds) {
+// Runs kForkFloorScript: `describe_samples` pre-forked describes, and the fork + describe + exit
+// rate for `seconds` with each of `workers` as its process count. Its figures come back through
+// a pipe on its stderr.
+Floor RunFloor(const std::string& image, int describe_samples, const std::vector<int>& workers, double seconds) {
   Floor floor;
   std::string counts;
   for (int count : workers) counts += std::to_string(count) + ",";
   // A JSON string is a Python string literal too.
-  const std::string script = "DESCRIBE = " + std::string(describe ? "True" : "False") + "\nWORKERS = (" +
+  const std::string script = "DESCRIBE_SAMPLES = " + std::to_string(describe_samples) + "\nWORKERS = (" +
                              counts + ")\nSECONDS = " + std::to_string(seconds) + "\nWARMUP = " +
                              nlohmann::json(sbx::executor::kDefaultZygoteWarmup).dump() + "\n" + kForkFloorScript;
   int fds[2];
@@ -147,34 +146,25 @@ Floor RunFloor(const std::string& image, bool describe, const std::vector<int>& 
   for (std::string line; std::getline(lines, line);) {
     double value = 0;
     int count = 0;
-    if (std::sscanf(line.c_str(), "floor-describe-ms %lf", &value) == 1) floor.describe_ms = value;
+    if (std::sscanf(line.c_str(), "floor-describe-ms %lf", &value) == 1) floor.describe_ms.push_back(value);
     else if (std::sscanf(line.c_str(), "floor-rate %d %lf", &count, &value) == 2) floor.per_second[count] = value;
   }
   return floor;
-}
-
-// " (0.82x the floor)", or nothing when the floor has no figure for it.
-std::string Ratio(double value, double floor) {
-  if (!(floor > 0)) return "";
-  char text[48];
-  std::snprintf(text, sizeof text, "  %.2fx the floor", value / floor);
-  return text;
 }
 
 double Ms(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
 }
 
-// Prints the median and p90 of `samples` (and the median's ratio to `floor_ms` if given).
-void Report(const char* what, std::vector<double> samples, double floor_ms = 0) {
+// Prints the median and p90 of `samples`.
+void Report(const char* what, std::vector<double> samples) {
   if (samples.empty()) {
     std::printf("%-44s no samples\n", what);
     return;
   }
   std::sort(samples.begin(), samples.end());
   auto at = [&](double q) { return samples[std::min(samples.size() - 1, static_cast<size_t>(q * samples.size()))]; };
-  std::printf("%-44s median %8.2f ms   p90 %8.2f ms   (n=%zu)%s\n", what, at(0.5), at(0.9), samples.size(),
-              Ratio(at(0.5), floor_ms).c_str());
+  std::printf("%-44s median %8.2f ms   p90 %8.2f ms   (n=%zu)\n", what, at(0.5), at(0.9), samples.size());
 }
 
 double Median(std::vector<double> values) {
@@ -232,8 +222,6 @@ int main(int argc, char** argv) {
     bare.push_back(Ms(start));
   }
   Report("bare python3 -c (chroot into the image)", bare);
-  std::fflush(stdout);  // our lines first: the floor script writes to the same stdout
-  const Floor floor = RunFloor(image, /*describe=*/true, {}, 0);
 
   // Cold: a new SessionExecutor (a fresh sandbox and interpreter) per session.
   std::vector<double> cold;
@@ -274,22 +262,40 @@ int main(int argc, char** argv) {
                 pool->first_execution_prefault_pages(), refill_deferral_seconds * 1000);
     std::printf("%-44s %8.2f ms\n", "pool start (zygote imports + warm-up)", Ms(pool_start));
     pool->WaitForWarm(warm, 30);
-    std::vector<double> pooled, acquire_only, idle_memory;
-    for (int i = 0; i < iterations; ++i) {
-      pool->WaitForWarm(warm, 5);
-      auto start = Clock::now();
-      auto session = pool->Acquire();
-      if (!session) {
-        std::fprintf(stderr, "acquire: %s\n", session.error().ToString().c_str());
+    // Each round: the floor's pre-forked describes, then as many acquire + describe.
+    const int per_round = std::max(5, iterations / rounds);
+    std::vector<double> floor_describe, pooled, acquire_only, idle_memory, ratios;
+    for (int round = 0; round < rounds; ++round) {
+      pool->WaitForWarm(warm, 10);  // no refill competes with the floor's round
+      const Floor round_floor = RunFloor(image, per_round, {}, 0);
+      if (round_floor.describe_ms.empty()) {
+        std::fprintf(stderr, "floor: no describe samples\n");
         return 1;
       }
-      acquire_only.push_back(Ms(start));
-      idle_memory.push_back(PrivateMemoryBytes((*session)->host_pid()) / 1048576.0);
-      if (!sbx::bench::ExecutionOk((*session)->Execute(blocks))) return 1;
-      pooled.push_back(Ms(start));
+      std::vector<double> round_pooled;
+      for (int i = 0; i < per_round; ++i) {
+        pool->WaitForWarm(warm, 5);
+        auto start = Clock::now();
+        auto session = pool->Acquire();
+        if (!session) {
+          std::fprintf(stderr, "acquire: %s\n", session.error().ToString().c_str());
+          return 1;
+        }
+        acquire_only.push_back(Ms(start));
+        idle_memory.push_back(PrivateMemoryBytes((*session)->host_pid()) / 1048576.0);
+        if (!sbx::bench::ExecutionOk((*session)->Execute(blocks))) return 1;
+        round_pooled.push_back(Ms(start));
+      }
+      ratios.push_back(Median(round_pooled) / Median(round_floor.describe_ms));
+      floor_describe.insert(floor_describe.end(), round_floor.describe_ms.begin(), round_floor.describe_ms.end());
+      pooled.insert(pooled.end(), round_pooled.begin(), round_pooled.end());
     }
+    Report("floor: describe in a pre-forked child", floor_describe);
     Report("pooled: acquire only", acquire_only);
-    Report("pooled: acquire + describe", pooled, floor.describe_ms);
+    Report("pooled: acquire + describe", pooled);
+    const auto [lowest, highest] = std::minmax_element(ratios.begin(), ratios.end());
+    std::printf("%-44s %8.2fx the floor (%.2f-%.2f; %d rounds of %d)\n", "pooled: acquire + describe, per round",
+                Median(ratios), *lowest, *highest, rounds, per_round);
     std::sort(idle_memory.begin(), idle_memory.end());
     std::printf("%-44s median %8.2f MiB  max %6.2f MiB (n=%zu)\n", "idle pooled session, private memory",
                 idle_memory[idle_memory.size() / 2], idle_memory.back(), idle_memory.size());
@@ -350,7 +356,7 @@ int main(int argc, char** argv) {
     bool failed = false;
     for (int round = 0; round < rounds && !failed; ++round) {
       (*pool_ptr)->WaitForWarm(warm, 10);  // no refill competes with the floor's round
-      const Floor round_floor = RunFloor(image, /*describe=*/false, {threads}, seconds);
+      const Floor round_floor = RunFloor(image, /*describe_samples=*/0, {threads}, seconds);
       auto floor_rate = round_floor.per_second.find(threads);
       if (floor_rate == round_floor.per_second.end() || !(floor_rate->second > 0)) {
         std::fprintf(stderr, "floor: no rate for %d processes\n", threads);
