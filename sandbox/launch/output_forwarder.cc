@@ -1,9 +1,6 @@
 // The forwarding thread behind OutputForwarder.
 #include "sandbox/launch/output_forwarder.h"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <system_error>
 
 #include "base/write_all.h"
