@@ -173,6 +173,15 @@ double Median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// "0.97x the floor (0.91-1.01)": the median of the rounds' ratios to the floor, and their range.
+std::string RatioOverRounds(const std::vector<double>& ratios) {
+  if (ratios.empty()) return "no rounds";
+  const auto [lowest, highest] = std::minmax_element(ratios.begin(), ratios.end());
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2fx the floor (%.2f-%.2f)", Median(ratios), *lowest, *highest);
+  return text;
+}
+
 // "1,2,4" -> {1, 2, 4}; counts outside 1..64 are dropped.
 std::vector<int> ParseCounts(const std::string& text) {
   std::vector<int> counts;
@@ -293,9 +302,8 @@ int main(int argc, char** argv) {
     Report("floor: describe in a pre-forked child", floor_describe);
     Report("pooled: acquire only", acquire_only);
     Report("pooled: acquire + describe", pooled);
-    const auto [lowest, highest] = std::minmax_element(ratios.begin(), ratios.end());
-    std::printf("%-44s %8.2fx the floor (%.2f-%.2f; %d rounds of %d)\n", "pooled: acquire + describe, per round",
-                Median(ratios), *lowest, *highest, rounds, per_round);
+    std::printf("%-44s %s, %d rounds of %d\n", "pooled: acquire + describe, per round",
+                RatioOverRounds(ratios).c_str(), rounds, per_round);
     std::sort(idle_memory.begin(), idle_memory.end());
     std::printf("%-44s median %8.2f MiB  max %6.2f MiB (n=%zu)\n", "idle pooled session, private memory",
                 idle_memory[idle_memory.size() / 2], idle_memory.back(), idle_memory.size());
@@ -362,16 +370,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "floor: no rate for %d processes\n", threads);
         return 1;
       }
-      (*pool_ptr)->WaitForWarm(warm, 10);
       const double rate = pooled_rate(threads, failed);
       floor_rates.push_back(floor_rate->second);
       pool_rates.push_back(rate);
       ratios.push_back(rate / floor_rate->second);
     }
-    const auto [lowest, highest] = std::minmax_element(ratios.begin(), ratios.end());
-    std::printf("%-44s %8.1f /s  (%d thread%s; floor %.1f /s; %d rounds of %.0f s)  %.2fx the floor (%.2f-%.2f)%s\n",
+    std::printf("%-44s %8.1f /s  (%d thread%s; floor %.1f /s; %d rounds of %.0f s)  %s%s\n",
                 "pooled executions per second", Median(pool_rates), threads, threads == 1 ? "" : "s",
-                Median(floor_rates), static_cast<int>(ratios.size()), seconds, Median(ratios), *lowest, *highest,
+                Median(floor_rates), static_cast<int>(ratios.size()), seconds, RatioOverRounds(ratios).c_str(),
                 failed ? "  FAILED" : "");
     std::fflush(stdout);
   }
